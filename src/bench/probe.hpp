@@ -1,0 +1,79 @@
+// bench/probe.hpp: the `gpubase probe` suite: environment facts, GEMM per precision, HBM
+// bandwidth, PCIe transfers and link state, launch latency, host memory. Each section reports
+// Results through a ResultSink as soon as each measurement is done, so Ctrl-C keeps what was
+// measured. Sections that cannot run here report "skipped: reason". No printing here beyond
+// progress lines through the sink.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/gpu_specs.hpp"
+#include "core/result.hpp"
+#include "sys/nvml.hpp"
+
+namespace gb::bench {
+
+class ResultSink {
+ public:
+  using ProgressFn = std::function<void(const std::string&)>;
+  explicit ResultSink(ProgressFn progress = {}) : progress_(std::move(progress)) {}
+  void add(Result r);
+  void add_fact(Fact f);
+  void progress(const std::string& line) const {
+    if (progress_) progress_(line);
+  }
+  std::vector<Result>& results() { return results_; }
+  std::vector<Fact>& facts() { return facts_; }
+
+ private:
+  ProgressFn progress_;
+  std::vector<Result> results_;
+  std::vector<Fact> facts_;
+};
+
+// Device facts read through the CUDA runtime, CUDA-free so every layer can use them.
+struct DeviceFacts {
+  int index = 0;
+  std::string name;
+  std::string pci_bus_id;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  double sm_clock_max_mhz = 0;   // cudaDevAttrClockRate
+  double mem_clock_max_mhz = 0;  // cudaDevAttrMemoryClockRate
+  int mem_bus_width_bits = 0;
+  double memory_bytes = 0;
+  double l2_bytes = 0;
+};
+
+struct ProbeOptions {
+  int device = 0;
+  bool quick = false;                 // fewer sizes and repetitions (target <= 15 s)
+  std::vector<std::string> sections;  // empty = all: env, gemm, memory, pcie, latency, host
+  bool wants(const std::string& section) const;
+};
+
+struct ProbeContext {
+  ProbeOptions options;
+  DeviceFacts device;
+  std::optional<sys::NvmlDevice> nvml;  // empty when NVML is missing
+  std::string nvml_missing_reason;
+  const GpuSpec* spec = nullptr;  // nullptr: unknown GPU, computed peaks only
+};
+
+// Entry point: runs the requested sections. When no GPU/driver is present it reports the
+// environment it can read, skipped results for each GPU section and throws nothing.
+void run_probe(const ProbeOptions& options, ResultSink& sink);
+
+#ifdef GPUBASE_WITH_CUDA
+// The GPU sections (bench/gpu/*.cpp). Each one wraps every measurement in a TelemetrySampler
+// and attaches the summary to its Result.
+void probe_gemm(const ProbeContext& ctx, ResultSink& sink);
+void probe_memory(const ProbeContext& ctx, ResultSink& sink);
+void probe_pcie(const ProbeContext& ctx, ResultSink& sink);
+void probe_latency(const ProbeContext& ctx, ResultSink& sink);
+void probe_host(const ProbeContext& ctx, ResultSink& sink);
+#endif
+
+}  // namespace gb::bench

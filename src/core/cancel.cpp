@@ -1,0 +1,23 @@
+// core/cancel.cpp: see cancel.hpp. A lock-free atomic flag is async-signal-safe.
+#include "core/cancel.hpp"
+
+#include <atomic>
+
+#include "core/error.hpp"
+
+namespace gb {
+
+namespace {
+std::atomic<bool> g_cancel{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+}  // namespace
+
+void request_cancel() noexcept { g_cancel.store(true, std::memory_order_relaxed); }
+bool cancel_requested() noexcept { return g_cancel.load(std::memory_order_relaxed); }
+void reset_cancel() noexcept { g_cancel.store(false, std::memory_order_relaxed); }
+
+void throw_if_cancelled() {
+  if (cancel_requested()) throw Error(ErrorKind::interrupted, "interrupted by the user (Ctrl-C)");
+}
+
+}  // namespace gb

@@ -1,0 +1,187 @@
+// core/json.cpp: see json.hpp. Optional fields are written as null, never invented.
+#include "core/json.hpp"
+
+#include "core/error.hpp"
+
+namespace gb {
+
+namespace {
+
+template <typename T>
+Json opt(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+template <typename T>
+std::optional<T> read_opt(const Json& j, const char* name) {
+  if (!j.contains(name) || j.at(name).is_null()) return std::nullopt;
+  return j.at(name).get<T>();
+}
+
+Json telemetry_json(const Telemetry& t) {
+  return Json{
+      {"samples", t.samples},
+      {"sm_clock_mhz_min", opt(t.sm_clock_mhz_min)},
+      {"sm_clock_mhz_max", opt(t.sm_clock_mhz_max)},
+      {"sm_clock_mhz_mean", opt(t.sm_clock_mhz_mean)},
+      {"mem_clock_mhz_mean", opt(t.mem_clock_mhz_mean)},
+      {"power_w_mean", opt(t.power_w_mean)},
+      {"power_w_max", opt(t.power_w_max)},
+      {"power_limit_w", opt(t.power_limit_w)},
+      {"temp_c_max", opt(t.temp_c_max)},
+      {"throttle_reasons", opt(t.throttle_reasons)},
+      {"pcie_gen_min", opt(t.pcie_gen_min)},
+      {"pcie_gen_max", opt(t.pcie_gen_max)},
+      {"pcie_width_min", opt(t.pcie_width_min)},
+      {"pcie_width_max", opt(t.pcie_width_max)},
+      {"pcie_replay_delta", opt(t.pcie_replay_delta)},
+  };
+}
+
+Telemetry telemetry_from(const Json& j) {
+  Telemetry t;
+  t.samples = j.value("samples", std::size_t{0});
+  t.sm_clock_mhz_min = read_opt<double>(j, "sm_clock_mhz_min");
+  t.sm_clock_mhz_max = read_opt<double>(j, "sm_clock_mhz_max");
+  t.sm_clock_mhz_mean = read_opt<double>(j, "sm_clock_mhz_mean");
+  t.mem_clock_mhz_mean = read_opt<double>(j, "mem_clock_mhz_mean");
+  t.power_w_mean = read_opt<double>(j, "power_w_mean");
+  t.power_w_max = read_opt<double>(j, "power_w_max");
+  t.power_limit_w = read_opt<double>(j, "power_limit_w");
+  t.temp_c_max = read_opt<double>(j, "temp_c_max");
+  t.throttle_reasons = read_opt<std::uint64_t>(j, "throttle_reasons");
+  t.pcie_gen_min = read_opt<int>(j, "pcie_gen_min");
+  t.pcie_gen_max = read_opt<int>(j, "pcie_gen_max");
+  t.pcie_width_min = read_opt<int>(j, "pcie_width_min");
+  t.pcie_width_max = read_opt<int>(j, "pcie_width_max");
+  t.pcie_replay_delta = read_opt<std::uint64_t>(j, "pcie_replay_delta");
+  return t;
+}
+
+Status status_from(const Json& j) {
+  const auto s = parse_status(j.get<std::string>());
+  if (!s) throw Error(ErrorKind::usage, "unknown status '" + j.get<std::string>() + "' in run file");
+  return *s;
+}
+
+}  // namespace
+
+Json to_json(const Result& r) {
+  Json refs = Json::array();
+  for (const auto& ref : r.references)
+    refs.push_back({{"kind", ref.kind}, {"value", ref.value}, {"ratio", ref.ratio},
+                    {"source", ref.source}});
+  Json params = Json::object();
+  for (const auto& [k, v] : r.params) params[k] = v;
+  return Json{
+      {"key", r.key},
+      {"label", r.label},
+      {"unit", r.unit},
+      {"higher_is_better", r.higher_is_better},
+      {"value", opt(r.value)},
+      {"stats",
+       {{"n", r.stats.n},
+        {"median", r.stats.median},
+        {"mean", r.stats.mean},
+        {"min", r.stats.min},
+        {"max", r.stats.max},
+        {"stddev", r.stats.stddev},
+        {"cv", r.stats.cv}}},
+      {"samples", r.samples},
+      {"references", refs},
+      {"status", std::string(to_string(r.status))},
+      {"reason", r.reason},
+      {"advice", r.advice},
+      {"telemetry", r.telemetry ? telemetry_json(*r.telemetry) : Json(nullptr)},
+      {"params", params},
+  };
+}
+
+Json to_json(const Run& run) {
+  Json env = Json::array();
+  for (const auto& f : run.environment)
+    env.push_back({{"key", f.key}, {"label", f.label}, {"value", f.value}});
+  Json results = Json::array();
+  for (const auto& r : run.results) results.push_back(to_json(r));
+  Json checklist = Json::array();
+  for (const auto& c : run.checklist)
+    checklist.push_back({{"id", c.id},
+                         {"check", c.check},
+                         {"target", c.target},
+                         {"measured", opt(c.measured)},
+                         {"status", std::string(to_string(c.status))},
+                         {"evidence", c.evidence},
+                         {"advice", c.advice}});
+  return Json{
+      {"schema", "gpubase.run"},
+      {"schema_version", run.schema_version},
+      {"tool_version", run.tool_version},
+      {"command", run.command},
+      {"started_at", run.started_at},
+      {"duration_s", run.duration_s},
+      {"environment", env},
+      {"results", results},
+      {"checklist", checklist},
+  };
+}
+
+Run run_from_json(const Json& j) {
+  if (!j.is_object() || j.value("schema", "") != "gpubase.run")
+    throw Error(ErrorKind::usage, "not a gpubase run file (missing \"schema\": \"gpubase.run\")");
+  const int version = j.value("schema_version", 0);
+  if (version < 1 || version > kSchemaVersion)
+    throw Error(ErrorKind::usage, "run file has schema_version " + std::to_string(version) +
+                                      "; this gpubase reads 1.." + std::to_string(kSchemaVersion));
+  try {
+    Run run;
+    run.schema_version = version;
+    run.tool_version = j.value("tool_version", "");
+    run.command = j.value("command", "");
+    run.started_at = j.value("started_at", "");
+    run.duration_s = j.value("duration_s", 0.0);
+    for (const auto& f : j.at("environment"))
+      run.environment.push_back({f.at("key"), f.value("label", ""), f.value("value", "")});
+    for (const auto& jr : j.at("results")) {
+      Result r;
+      r.key = jr.at("key");
+      r.label = jr.value("label", "");
+      r.unit = jr.value("unit", "");
+      r.higher_is_better = jr.value("higher_is_better", true);
+      r.value = read_opt<double>(jr, "value");
+      if (jr.contains("stats")) {
+        const auto& s = jr.at("stats");
+        r.stats = {s.value("n", std::size_t{0}), s.value("median", 0.0), s.value("mean", 0.0),
+                   s.value("min", 0.0), s.value("max", 0.0), s.value("stddev", 0.0),
+                   s.value("cv", 0.0)};
+      }
+      r.samples = jr.value("samples", std::vector<double>{});
+      for (const auto& ref : jr.value("references", Json::array()))
+        r.references.push_back(
+            {ref.at("kind"), ref.value("value", 0.0), ref.value("source", ""), ref.value("ratio", 0.0)});
+      r.status = status_from(jr.at("status"));
+      r.reason = jr.value("reason", "");
+      r.advice = jr.value("advice", "");
+      if (jr.contains("telemetry") && !jr.at("telemetry").is_null())
+        r.telemetry = telemetry_from(jr.at("telemetry"));
+      for (const auto& [k, v] : jr.value("params", Json::object()).items())
+        r.params.emplace_back(k, v.get<std::string>());
+      run.results.push_back(std::move(r));
+    }
+    for (const auto& jc : j.value("checklist", Json::array())) {
+      ChecklistRow c;
+      c.id = jc.at("id");
+      c.check = jc.value("check", "");
+      c.target = jc.value("target", "");
+      c.measured = read_opt<std::string>(jc, "measured");
+      c.status = status_from(jc.at("status"));
+      c.evidence = jc.value("evidence", "");
+      c.advice = jc.value("advice", "");
+      run.checklist.push_back(std::move(c));
+    }
+    return run;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::usage, std::string("malformed run file: ") + e.what());
+  }
+}
+
+}  // namespace gb

@@ -1,0 +1,114 @@
+// core/result.cpp: see result.hpp.
+#include "core/result.hpp"
+
+#include <array>
+
+namespace gb {
+
+namespace {
+constexpr std::array<std::pair<Status, std::string_view>, 6> kStatusNames{{
+    {Status::pass, "pass"},
+    {Status::warn, "warn"},
+    {Status::fail, "fail"},
+    {Status::skipped, "skipped"},
+    {Status::invalid, "invalid"},
+    {Status::info, "info"},
+}};
+}  // namespace
+
+std::string_view to_string(Status s) {
+  for (const auto& [status, name] : kStatusNames)
+    if (status == s) return name;
+  return "info";
+}
+
+std::optional<Status> parse_status(std::string_view s) {
+  for (const auto& [status, name] : kStatusNames)
+    if (name == s) return status;
+  return std::nullopt;
+}
+
+int severity(Status s) {
+  switch (s) {
+    case Status::skipped: return 0;
+    case Status::info: return 1;
+    case Status::pass: return 2;
+    case Status::warn: return 3;
+    case Status::invalid: return 4;
+    case Status::fail: return 5;
+  }
+  return 0;
+}
+
+Result Result::measured(std::string key, std::string label, std::string unit,
+                        std::vector<double> samples, bool higher_is_better) {
+  Result r;
+  r.key = std::move(key);
+  r.label = std::move(label);
+  r.unit = std::move(unit);
+  r.higher_is_better = higher_is_better;
+  r.stats = compute_stats(samples);
+  r.samples = std::move(samples);
+  if (r.stats.n > 0) r.value = r.stats.median;
+  r.status = Status::info;
+  return r;
+}
+
+Result Result::skipped(std::string key, std::string label, std::string unit, std::string reason) {
+  Result r;
+  r.key = std::move(key);
+  r.label = std::move(label);
+  r.unit = std::move(unit);
+  r.status = Status::skipped;
+  r.reason = std::move(reason);
+  return r;
+}
+
+Result& Result::param(std::string name, std::string value) {
+  params.emplace_back(std::move(name), std::move(value));
+  return *this;
+}
+
+Result& Result::reference(std::string kind, double ref_value, std::string source) {
+  Reference ref{std::move(kind), ref_value, std::move(source), 0};
+  if (value && ref_value > 0) ref.ratio = *value / ref_value;
+  references.push_back(std::move(ref));
+  return *this;
+}
+
+const Reference* Result::find_reference(std::string_view kind) const {
+  for (const auto& r : references)
+    if (r.kind == kind) return &r;
+  return nullptr;
+}
+
+std::optional<std::string> Result::find_param(std::string_view name) const {
+  for (const auto& [k, v] : params)
+    if (k == name) return v;
+  return std::nullopt;
+}
+
+const Result* Run::find(std::string_view key) const {
+  for (const auto& r : results)
+    if (r.key == key) return &r;
+  return nullptr;
+}
+
+std::optional<std::string> Run::fact(std::string_view key) const {
+  for (const auto& f : environment)
+    if (f.key == key) return f.value;
+  return std::nullopt;
+}
+
+Status Run::worst_status() const {
+  Status worst = Status::pass;
+  auto consider = [&](Status s) {
+    if (s == Status::info || s == Status::skipped) return;
+    if (severity(s) > severity(worst)) worst = s;
+  };
+  for (const auto& r : results) consider(r.status);
+  for (const auto& c : checklist) consider(c.status);
+  return worst;
+}
+
+}  // namespace gb
