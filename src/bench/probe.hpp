@@ -62,11 +62,25 @@ struct ProbeContext {
   const GpuSpec* spec = nullptr;  // nullptr: unknown GPU, computed peaks only
 };
 
+struct ProbeOutcome {
+  bool gpu_found = false;
+  std::string no_gpu_reason;  // set when gpu_found is false
+};
+
 // Entry point: runs the requested sections. When no GPU/driver is present it reports the
-// environment it can read, skipped results for each GPU section and throws nothing.
-void run_probe(const ProbeOptions& options, ResultSink& sink);
+// environment it can read and a skipped result for each GPU section; it does not throw for
+// that (the CLI turns gpu_found == false into exit code 3).
+ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink);
+
+// The probe's section names, in run order, with a one-line description (for --help).
+const std::vector<std::pair<std::string, std::string>>& probe_sections();
 
 #ifdef GPUBASE_WITH_CUDA
+// Number of CUDA devices; 0 with `reason` set when there is no driver or no GPU.
+int cuda_device_count(std::string& reason);
+DeviceFacts query_device(int index);
+// Environment facts read through CUDA and NVML (versions, clocks, ECC, MIG, PCIe link...).
+void probe_environment(const ProbeContext& ctx, ResultSink& sink);
 // The GPU sections (bench/gpu/*.cpp). Each one wraps every measurement in a TelemetrySampler
 // and attaches the summary to its Result.
 void probe_gemm(const ProbeContext& ctx, ResultSink& sink);

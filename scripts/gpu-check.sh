@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh [out-dir]: the one script for a GPU host. Builds (Release, sm_90 unless
+# CUDA_ARCH is set), runs the GPU tests (ctest -L gpu), then the probe (full and --quick) and
+# the side-by-side PyTorch comparison. Leaves JSON results in out-dir (default $OUT or ./out).
+# Budget: under 10 minutes on an H200 (build ~3 min, tests ~1 min, probes ~75 s, torch ~60 s).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUTDIR=${1:-${OUT:-$ROOT/out}}
+BUILD=${BUILD:-$ROOT/build-gpu}
+mkdir -p "$OUTDIR"
+status=0
+step() { echo; echo "== $* =="; }
+
+step build
+"$ROOT/scripts/build.sh" "$BUILD" >"$OUTDIR/build.log" 2>&1 || { tail -50 "$OUTDIR/build.log"; exit 1; }
+grep -E "warning" "$OUTDIR/build.log" | head -20
+GPUBASE=$BUILD/apps/gpubase/gpubase
+
+step "GPU tests"
+ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 300 \
+  --output-junit "$OUTDIR/gpu-tests.xml" 2>&1 | tail -40 || status=1
+
+step "probe (full)"
+/usr/bin/time -f "probe wall %e s" "$GPUBASE" probe --json -o "$OUTDIR/probe.json" || status=1
+"$GPUBASE" report "$OUTDIR/probe.json" --no-color >"$OUTDIR/probe.txt"
+cat "$OUTDIR/probe.txt"
+
+step "probe --quick"
+/usr/bin/time -f "probe --quick wall %e s" "$GPUBASE" probe --quick --quiet --json \
+  -o "$OUTDIR/probe-quick.json" || status=1
+
+if command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null; then
+  step "side by side with PyTorch"
+  python3 "$ROOT/bench/probe_vs_torch.py" --gpubase "$OUTDIR/probe.json" \
+    --out "$OUTDIR/bench-vs-torch.json" || status=1
+fi
+exit $status

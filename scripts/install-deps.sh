@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# scripts/install-deps.sh: installs gpubase's build dependencies from Debian/Ubuntu packages.
+# The CUDA toolkit (nvcc, cuBLASLt, cuDNN) is expected under /usr/local/cuda already.
+# For hosts without a package registry use scripts/make-deps.sh + scripts/build-offline.sh.
+set -euo pipefail
+PACKAGES=(cmake g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+SUDO=""
+[[ $(id -u) -ne 0 ]] && SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"

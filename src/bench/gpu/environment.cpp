@@ -1,0 +1,165 @@
+// bench/gpu/environment.cpp: device discovery and the environment facts of `gpubase probe`:
+// what the CUDA runtime and NVML say about the card, driver and libraries. Facts that a source
+// does not report are written as "N/A", never guessed.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstdio>
+#include <string>
+
+#include "bench/probe.hpp"
+#include "core/error.hpp"
+#include "gpu/check.hpp"
+
+namespace gb::bench {
+
+namespace {
+
+std::string version_string(int major, int minor, int patch = -1) {
+  std::string s = std::to_string(major) + "." + std::to_string(minor);
+  if (patch >= 0) s += "." + std::to_string(patch);
+  return s;
+}
+
+// CUDA encodes versions as 1000*major + 10*minor (13000 -> "13.0").
+std::string cuda_version_string(int v) { return version_string(v / 1000, (v % 1000) / 10); }
+
+int device_attribute(cudaDeviceAttr attr, int device) {
+  int value = 0;
+  GB_CHECK_CUDA(cudaDeviceGetAttribute(&value, attr, device));
+  return value;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+template <typename T, typename F>
+std::string or_na(const std::optional<T>& v, F format) {
+  return v ? format(*v) : std::string("N/A");
+}
+
+std::string on_off(bool b) { return b ? "enabled" : "disabled"; }
+
+std::string link_string(const std::optional<int>& gen, const std::optional<int>& width) {
+  if (!gen && !width) return "N/A";
+  return "Gen" + (gen ? std::to_string(*gen) : std::string("?")) + " x" +
+         (width ? std::to_string(*width) : std::string("?"));
+}
+
+}  // namespace
+
+int cuda_device_count(std::string& reason) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err == cudaErrorInsufficientDriver) {
+    reason = "no NVIDIA driver found (CUDA: driver version is insufficient); install the NVIDIA "
+             "driver or run on a GPU host";
+    return 0;
+  }
+  if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
+    reason = "no NVIDIA GPU found (the driver reports no CUDA device)";
+    return 0;
+  }
+  if (err != cudaSuccess) {
+    reason = std::string("CUDA could not list devices: ") + cudaGetErrorString(err);
+    return 0;
+  }
+  return count;
+}
+
+DeviceFacts query_device(int index) {
+  GB_CHECK_CUDA(cudaSetDevice(index));
+  cudaDeviceProp prop{};
+  GB_CHECK_CUDA(cudaGetDeviceProperties(&prop, index));
+  DeviceFacts d;
+  d.index = index;
+  d.name = prop.name;
+  char bus_id[32] = {};
+  GB_CHECK_CUDA(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, index));
+  d.pci_bus_id = bus_id;
+  d.cc_major = prop.major;
+  d.cc_minor = prop.minor;
+  d.sm_count = prop.multiProcessorCount;
+  d.sm_clock_max_mhz = device_attribute(cudaDevAttrClockRate, index) / 1000.0;
+  d.mem_clock_max_mhz = device_attribute(cudaDevAttrMemoryClockRate, index) / 1000.0;
+  d.mem_bus_width_bits = device_attribute(cudaDevAttrGlobalMemoryBusWidth, index);
+  d.memory_bytes = static_cast<double>(prop.totalGlobalMem);
+  d.l2_bytes = static_cast<double>(prop.l2CacheSize);
+  return d;
+}
+
+void probe_environment(const ProbeContext& ctx, ResultSink& sink) {
+  const DeviceFacts& d = ctx.device;
+  auto fact = [&](std::string key, std::string label, std::string value) {
+    sink.add_fact({std::move(key), std::move(label), std::move(value)});
+  };
+  std::optional<sys::NvmlDeviceInfo> info;
+  if (ctx.nvml) info = ctx.nvml->info();
+
+  fact("gpu.index", "CUDA device", std::to_string(d.index));
+  fact("gpu.name", "GPU", d.name);
+  fact("gpu.uuid", "UUID", info ? or_na(info->uuid, [](const std::string& s) { return s; }) : "N/A");
+  fact("gpu.pci_bus_id", "PCI bus id", d.pci_bus_id);
+  fact("gpu.compute_capability", "compute capability",
+       std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor));
+  fact("gpu.sm_count", "SMs", std::to_string(d.sm_count));
+  fact("gpu.memory", "memory", fixed(d.memory_bytes / (1024.0 * 1024 * 1024), 1) + " GiB");
+  fact("gpu.l2", "L2 cache", fixed(d.l2_bytes / (1024.0 * 1024), 0) + " MiB");
+  fact("gpu.mem_bus_width", "memory bus", std::to_string(d.mem_bus_width_bits) + " bit");
+  fact("gpu.sm_clock_max", "SM clock max", fixed(d.sm_clock_max_mhz, 0) + " MHz");
+  fact("gpu.mem_clock_max", "memory clock max", fixed(d.mem_clock_max_mhz, 0) + " MHz");
+  if (ctx.nvml) {
+    const sys::NvmlSample now = ctx.nvml->sample();
+    fact("gpu.sm_clock_now", "SM clock now",
+         or_na(now.sm_clock_mhz, [](double v) { return fixed(v, 0) + " MHz"; }));
+    fact("gpu.mem_clock_now", "memory clock now",
+         or_na(now.mem_clock_mhz, [](double v) { return fixed(v, 0) + " MHz"; }));
+    fact("gpu.temperature", "temperature",
+         or_na(now.temp_c, [](double v) { return fixed(v, 0) + " C"; }));
+    fact("gpu.power_now", "power now",
+         or_na(now.power_w, [](double v) { return fixed(v, 0) + " W"; }));
+  }
+  const int ecc = device_attribute(cudaDevAttrEccEnabled, d.index);
+  fact("gpu.ecc", "ECC", on_off(ecc != 0));
+  if (info) {
+    fact("gpu.mig", "MIG", or_na(info->mig_enabled, on_off));
+    fact("gpu.persistence", "persistence mode", or_na(info->persistence_enabled, on_off));
+    fact("gpu.power_limit", "power limit",
+         or_na(info->power_limit_w, [](double v) { return fixed(v, 0) + " W"; }));
+    fact("gpu.pcie.current", "PCIe link now (idle)",
+         link_string(info->pcie.gen_current, info->pcie.width_current));
+    fact("gpu.pcie.max_slot", "PCIe link max (slot and GPU)",
+         link_string(info->pcie.gen_max_slot, info->pcie.width_max));
+    fact("gpu.pcie.max_gpu", "PCIe link max (GPU)",
+         link_string(info->pcie.gen_max_gpu, info->pcie.width_max));
+    fact("gpu.numa_node", "GPU NUMA node",
+         or_na(info->numa_node, [](int n) { return n < 0 ? std::string("none") : std::to_string(n); }));
+    fact("gpu.cpu_affinity", "CPUs near the GPU",
+         or_na(info->cpu_affinity, [](const std::string& s) { return s; }));
+  } else {
+    fact("nvml", "NVML", "unavailable: " + ctx.nvml_missing_reason);
+  }
+  fact("gpu.spec", "spec-table entry",
+       ctx.spec ? std::string(ctx.spec->name)
+                : std::string("unknown GPU: references are computed from the device"));
+
+  int driver = 0, runtime = 0;
+  GB_CHECK_CUDA(cudaDriverGetVersion(&driver));
+  GB_CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
+  const sys::Nvml nvml = sys::Nvml::load();
+  fact("driver.version", "NVIDIA driver",
+       or_na(nvml.available() ? nvml.driver_version() : std::nullopt,
+             [](const std::string& s) { return s; }));
+  fact("cuda.driver", "CUDA (driver)", cuda_version_string(driver));
+  fact("cuda.runtime", "CUDA (runtime)", cuda_version_string(runtime));
+  const auto lt = static_cast<int>(cublasLtGetVersion());  // major*10000 + minor*100 + patch
+  fact("cublaslt.version", "cuBLASLt", version_string(lt / 10000, (lt / 100) % 100, lt % 100));
+  const auto dnn = static_cast<int>(cudnnGetVersion());  // cuDNN 9: major*10000 + minor*100 + patch
+  fact("cudnn.version", "cuDNN", version_string(dnn / 10000, (dnn / 100) % 100, dnn % 100));
+}
+
+}  // namespace gb::bench

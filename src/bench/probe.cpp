@@ -1,0 +1,99 @@
+// bench/probe.cpp: `gpubase probe` orchestration. Finds the device, builds the context (NVML
+// handle, spec-table entry), runs the requested sections in order and turns "cannot run here"
+// into skipped results with the reason. The measurements live in bench/gpu/*.cpp.
+#include "bench/probe.hpp"
+
+#include <algorithm>
+
+#include "core/cancel.hpp"
+#include "core/error.hpp"
+
+namespace gb::bench {
+
+void ResultSink::add(Result r) { results_.push_back(std::move(r)); }
+void ResultSink::add_fact(Fact f) { facts_.push_back(std::move(f)); }
+
+bool ProbeOptions::wants(const std::string& section) const {
+  return sections.empty() || std::find(sections.begin(), sections.end(), section) != sections.end();
+}
+
+const std::vector<std::pair<std::string, std::string>>& probe_sections() {
+  static const std::vector<std::pair<std::string, std::string>> sections{
+      {"env", "device, driver, CUDA/cuBLAS/cuDNN versions, clocks, ECC, MIG, PCIe link, NUMA"},
+      {"gemm", "cuBLASLt GEMM per precision (FP64, FP32, TF32, FP16, BF16, FP8, INT8)"},
+      {"memory", "HBM read/write/copy/triad kernels and device-to-device memcpy"},
+      {"pcie", "H2D/D2H/bidirectional, pinned vs pageable, size sweep, link under load"},
+      {"latency", "kernel launch (host, end-to-end), per kernel in a CUDA graph, event"},
+      {"host", "CPU memory bandwidth and its effect on pinned H2D copies"},
+  };
+  return sections;
+}
+
+namespace {
+
+// One skipped result per GPU section, so nothing disappears silently.
+void skip_gpu_sections(const ProbeOptions& options, const std::string& reason, ResultSink& sink) {
+  for (const auto& [name, description] : probe_sections()) {
+    if (name == "env" || !options.wants(name)) continue;
+    sink.add(Result::skipped("probe." + name, description, "", reason));
+  }
+}
+
+}  // namespace
+
+ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink) {
+  for (const auto& s : options.sections) {
+    const auto& all = probe_sections();
+    if (std::none_of(all.begin(), all.end(), [&](const auto& p) { return p.first == s; }))
+      throw Error(ErrorKind::usage, "unknown probe section '" + s +
+                                        "' (sections: env, gemm, memory, pcie, latency, host)");
+  }
+  ProbeOutcome outcome;
+#ifdef GPUBASE_WITH_CUDA
+  std::string reason;
+  const int count = cuda_device_count(reason);
+  if (count == 0) {
+    outcome.no_gpu_reason = reason;
+    skip_gpu_sections(options, reason, sink);
+    return outcome;
+  }
+  if (options.device < 0 || options.device >= count)
+    throw Error(ErrorKind::usage, "device " + std::to_string(options.device) +
+                                      " does not exist: this machine has " +
+                                      std::to_string(count) + " CUDA device(s) (0.." +
+                                      std::to_string(count - 1) + ")");
+  outcome.gpu_found = true;
+
+  ProbeContext ctx;
+  ctx.options = options;
+  ctx.device = query_device(options.device);
+  const sys::Nvml nvml = sys::Nvml::load();
+  if (nvml.available()) {
+    ctx.nvml = nvml.device_by_pci_bus_id(ctx.device.pci_bus_id);
+    if (!ctx.nvml)
+      ctx.nvml_missing_reason = "NVML does not list the device at PCI " + ctx.device.pci_bus_id;
+  } else {
+    ctx.nvml_missing_reason = nvml.unavailable_reason();
+  }
+  ctx.spec = find_gpu_spec(ctx.device.name, ctx.device.memory_bytes / 1e9);
+
+  probe_environment(ctx, sink);
+  using Section = void (*)(const ProbeContext&, ResultSink&);
+  const std::pair<const char*, Section> sections[] = {
+      {"gemm", probe_gemm},       {"memory", probe_memory}, {"pcie", probe_pcie},
+      {"latency", probe_latency}, {"host", probe_host},
+  };
+  for (const auto& [name, run_section] : sections) {
+    if (!options.wants(name)) continue;
+    throw_if_cancelled();
+    sink.progress(std::string("probe: ") + name);
+    run_section(ctx, sink);
+  }
+#else
+  outcome.no_gpu_reason = "this gpubase was built without CUDA (GPUBASE_WITH_CUDA=OFF)";
+  skip_gpu_sections(options, outcome.no_gpu_reason, sink);
+#endif
+  return outcome;
+}
+
+}  // namespace gb::bench

@@ -1,0 +1,186 @@
+// cli/app.cpp: subcommands probe, baseline and report. Each command builds a Run through the
+// suites, lets diagnose set verdicts and checklist rows, then hands it to the printers.
+// Library code throws gb::Error; this file alone turns errors into exit codes.
+#include "cli/app.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <sstream>
+
+#include "bench/probe.hpp"
+#include "cli/help.hpp"
+#include "cli/output.hpp"
+#include "core/cancel.hpp"
+#include "core/error.hpp"
+#include "diagnose/diagnose.hpp"
+
+namespace gb::cli {
+
+namespace {
+
+extern "C" void on_sigint(int) {
+  // Second Ctrl-C: the user wants out now.
+  if (cancel_requested()) _exit(static_cast<int>(ExitCode::interrupted));
+  request_cancel();
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void add_output_options(CLI::App& cmd, OutputOptions& out) {
+  cmd.add_flag("--json", out.json, "print the run as JSON (schema: docs/results.md)");
+  cmd.add_flag("--md", out.markdown, "print the run as Markdown");
+  cmd.add_option("-o,--output", out.output_file, "write the output to FILE instead of stdout");
+  cmd.add_flag("-q,--quiet", out.quiet, "no progress lines on stderr");
+  cmd.add_flag("--no-color", out.no_color, "no ANSI colours (also: NO_COLOR=1)");
+}
+
+struct ProbeCli {
+  bench::ProbeOptions probe;
+  OutputOptions out;
+  bool save = false;
+};
+
+// Runs the probe into a Run; keeps what was measured when interrupted.
+struct SuiteRun {
+  Run run;
+  bench::ProbeOutcome outcome;
+  bool interrupted = false;
+};
+
+SuiteRun run_probe_into(const std::string& command, const ProbeCli& opts) {
+  SuiteRun s;
+  s.run.tool_version = GPUBASE_VERSION;
+  s.run.command = command;
+  s.run.started_at = utc_now_iso8601();
+  const auto t0 = std::chrono::steady_clock::now();
+  bench::ResultSink sink([&](const std::string& line) { progress_line(opts.out, line); });
+  try {
+    s.outcome = bench::run_probe(opts.probe, sink);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::interrupted) throw;
+    s.interrupted = true;
+    s.outcome.gpu_found = true;
+    progress_line(opts.out, "interrupted: reporting what was measured so far");
+  }
+  s.run.duration_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  s.run.environment = std::move(sink.facts());
+  s.run.results = std::move(sink.results());
+  if (!s.outcome.gpu_found)
+    s.run.environment.push_back({"gpu.available", "GPU", "none: " + s.outcome.no_gpu_reason});
+  if (s.interrupted)
+    s.run.environment.push_back({"run.interrupted", "run", "interrupted by the user (Ctrl-C)"});
+  diagnose::apply_verdicts(s.run);
+  s.run.checklist = diagnose::build_checklist(s.run);
+  return s;
+}
+
+int finish(const SuiteRun& s, const ProbeCli& opts) {
+  emit_run(s.run, opts.out);
+  if (opts.save) {
+    const auto path = save_run(s.run);
+    progress_line(opts.out, "saved " + path.string());
+  }
+  if (s.interrupted) return static_cast<int>(ExitCode::interrupted);
+  if (!s.outcome.gpu_found) {
+    std::fprintf(stderr, "gpubase: %s\n", s.outcome.no_gpu_reason.c_str());
+    return static_cast<int>(ExitCode::no_gpu);
+  }
+  return s.run.worst_status() == Status::fail ? static_cast<int>(ExitCode::check_failed)
+                                              : static_cast<int>(ExitCode::ok);
+}
+
+std::vector<std::string> split_list(const std::string& csv) {
+  std::vector<std::string> out;
+  std::stringstream ss(csv);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int dispatch(int argc, char** argv) {
+  CLI::App app{"gpubase: is this GPU as fast as it should be, and what holds training back?"};
+  app.set_version_flag("--version", std::string("gpubase ") + GPUBASE_VERSION);
+  app.require_subcommand(1);
+  app.footer(exit_codes_help());
+
+  ProbeCli probe_opts;
+  std::string only;
+  auto* probe = app.add_subcommand("probe", "device facts, GEMM, HBM, PCIe, latency, host memory");
+  probe->add_flag("--quick", probe_opts.probe.quick, "fewer sizes and repetitions (about 15 s)");
+  probe->add_option("-d,--device", probe_opts.probe.device, "CUDA device index")->capture_default_str();
+  probe->add_option("--only", only, "comma-separated sections: env,gemm,memory,pcie,latency,host");
+  probe->add_flag("--save", probe_opts.save, "also save the run under the data folder");
+  add_output_options(*probe, probe_opts.out);
+  probe->footer(probe_help());
+
+  ProbeCli baseline_opts;
+  baseline_opts.save = true;
+  bool no_save = false;
+  auto* baseline = app.add_subcommand(
+      "baseline", "run every suite with built-in defaults, print the checklist, save the run");
+  baseline->add_flag("--quick", baseline_opts.probe.quick, "quick probe (about 15 s)");
+  baseline->add_option("-d,--device", baseline_opts.probe.device, "CUDA device index")
+      ->capture_default_str();
+  baseline->add_flag("--no-save", no_save, "do not save the run");
+  add_output_options(*baseline, baseline_opts.out);
+  baseline->footer(baseline_help());
+
+  OutputOptions report_out;
+  std::string report_file;
+  auto* report = app.add_subcommand("report", "render a saved run (terminal, Markdown or JSON)");
+  report->add_option("file", report_file, "run file (JSON written by --json or --save)")
+      ->required();
+  add_output_options(*report, report_out);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : static_cast<int>(ExitCode::usage);
+  }
+
+  install_signal_handlers();
+  if (*probe) {
+    probe_opts.probe.sections = split_list(only);
+    return finish(run_probe_into("probe", probe_opts), probe_opts);
+  }
+  if (*baseline) {
+    baseline_opts.save = !no_save;
+    progress_line(baseline_opts.out, "baseline: probe (the suites watch, loader, train and amp "
+                                     "fill their checklist rows once they run)");
+    return finish(run_probe_into("baseline", baseline_opts), baseline_opts);
+  }
+  if (*report) {
+    Run run = load_run(report_file);
+    emit_run(run, report_out);
+    return 0;
+  }
+  return static_cast<int>(ExitCode::usage);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "gpubase: %s\n", e.what());
+    return static_cast<int>(exit_code_for(e.kind()));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpubase: internal error: %s\n", e.what());
+    return static_cast<int>(ExitCode::runtime_error);
+  }
+}
+
+}  // namespace gb::cli

@@ -1,0 +1,60 @@
+// cli/help.cpp: see help.hpp. Keys match docs/results.md.
+#include "cli/help.hpp"
+
+namespace gb::cli {
+
+std::string exit_codes_help() {
+  return R"(Exit codes: 0 ok, 1 a figure or checklist row failed, 2 bad usage or input,
+3 no NVIDIA driver/GPU found, 4 runtime error, 130 interrupted (Ctrl-C; partial results are
+still printed). Docs: docs/ (results.md, thresholds.md, gpu-specs.md, exit-codes.md).)";
+}
+
+std::string probe_help() {
+  return R"(What each figure means (key: meaning):
+  env                          GPU, UUID, SMs, memory, clocks (max and now), ECC, MIG,
+                               persistence, power limit, PCIe link (now, slot max, GPU max),
+                               NUMA node and nearby CPUs, driver, CUDA, cuBLASLt, cuDNN, CPU.
+  probe.gemm.<p>.tflops        cuBLASLt GEMM 8192x8192x8192, p in fp64, fp32 (tensor cores
+                               off), tf32, fp16, bf16, fp8 (E4M3, cc >= 8.9), int8 (TOP/s).
+                               2*m*n*k / time; random inputs; result checked against a CPU
+                               reference first; best of the heuristic's candidate algorithms.
+                               Compared with the datasheet peak, the peak computed from the
+                               clock seen during the run, and an achievable figure.
+  probe.gemm.<p>.<m>x<n>x<k>   the same at other shapes.
+  probe.memory.read|write|copy|triad.gbps
+                               our own vectorized kernels over buffers far larger than L2;
+                               GB/s = bytes counted / time: read N, write N, copy 2N (read +
+                               write), triad 3N (two reads, one write).
+  probe.memory.memcpy_d2d.gbps cudaMemcpy device to device, read + write counted.
+  probe.pcie.h2d|d2h.pinned|pageable.gbps
+                               host<->device copies of 256 MiB (and a size sweep), pinned
+                               (page-locked) vs pageable host memory; GB/s per direction.
+  probe.pcie.bidir.pinned.gbps H2D and D2H at once on two streams, sum of both directions.
+  probe.pcie.link.gen_under_load, .width_under_load
+                               PCIe generation and width sampled by NVML during the copies
+                               (links downclock when idle), against slot and GPU maxima.
+  probe.pcie.replay_delta      PCIe replay counter increase during the copies (should be 0).
+  probe.latency.launch_host.us CPU time to enqueue one empty kernel.
+  probe.latency.launch_e2e.us  launch + wait for one empty kernel.
+  probe.latency.graph_per_kernel.us
+                               per-kernel cost inside a replayed CUDA graph.
+  probe.latency.event_roundtrip.us
+                               record an event and wait for it.
+  probe.host.copy|triad.gbps   CPU memory bandwidth over all cores (STREAM-like).
+  probe.host.h2d_under_cpu_load.gbps, probe.host.h2d_slowdown.pct
+                               pinned H2D while all other cores stream memory, and the loss.
+Every figure carries the clocks, power, temperature and throttle reasons seen while it ran;
+a figure measured during thermal or hardware slowdown is marked invalid, not hidden.
+Verdicts: pass >= 90 % of the achievable reference, warn >= 75 %, fail below
+(docs/thresholds.md).)";
+}
+
+std::string baseline_help() {
+  return R"(baseline runs every suite that exists on built-in defaults (today: probe), prints the
+checklist (card speed, GPU utilization > 95 %, CPU per core < 80 %, data loading < 10 % of step
+time, AMP accuracy loss < 1 %) with measured values, verdicts, evidence and advice, and saves the
+run as JSON under $GPUBASE_HOME (default ~/.local/share/gpubase/runs). Rows whose suite has not
+run say which command measures them.)";
+}
+
+}  // namespace gb::cli

@@ -1,0 +1,105 @@
+// cli/output.cpp: see output.hpp.
+#include "cli/output.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/json.hpp"
+#include "report/report.hpp"
+
+namespace gb::cli {
+
+namespace {
+
+int terminal_width() {
+  if (const char* cols = std::getenv("COLUMNS")) {
+    const int w = std::atoi(cols);
+    if (w >= 60) return w;
+  }
+  return 100;
+}
+
+}  // namespace
+
+void emit_run(const Run& run, const OutputOptions& options) {
+  report::Format format = report::Format::terminal;
+  if (options.json) format = report::Format::json;
+  if (options.markdown) format = report::Format::markdown;
+  const bool to_file = !options.output_file.empty();
+  report::TerminalOptions term;
+  term.color = !to_file && !options.no_color && format == report::Format::terminal &&
+               ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+  term.width = terminal_width();
+  term.verbose = false;
+  const std::string text = report::render(run, format, term);
+  if (!to_file) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  std::ofstream out(options.output_file, std::ios::binary);
+  if (!out) throw Error(ErrorKind::usage, "cannot write " + options.output_file);
+  out << text;
+  if (!out.flush()) throw Error(ErrorKind::runtime, "writing " + options.output_file + " failed");
+}
+
+void progress_line(const OutputOptions& options, const std::string& line) {
+  if (options.quiet) return;
+  std::fprintf(stderr, "  %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+std::filesystem::path data_dir() {
+  if (const char* home = std::getenv("GPUBASE_HOME"); home && *home) return home;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
+    return std::filesystem::path(xdg) / "gpubase";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::filesystem::path(home) / ".local" / "share" / "gpubase";
+  return std::filesystem::current_path() / ".gpubase";
+}
+
+std::filesystem::path save_run(const Run& run) {
+  const auto dir = data_dir() / "runs";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(ErrorKind::runtime, "cannot create " + dir.string() + ": " + ec.message());
+  std::string stamp = run.started_at;
+  for (char& c : stamp)
+    if (c == ':') c = '-';
+  auto path = dir / (run.command + "-" + stamp + ".json");
+  std::ofstream out(path);
+  out << to_json(run).dump(2) << "\n";
+  if (!out.flush()) throw Error(ErrorKind::runtime, "writing " + path.string() + " failed");
+  return path;
+}
+
+Run load_run(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::usage, "cannot open run file " + path.string());
+  Json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::usage, path.string() + " is not valid JSON: " + e.what());
+  }
+  return run_from_json(j);
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace gb::cli

@@ -1,0 +1,34 @@
+// cli/output.hpp: where and how a finished run is shown: format selection (--json, --md),
+// -o FILE, colour only on a terminal, and the saved-runs folder used by `baseline`.
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include "core/result.hpp"
+
+namespace gb::cli {
+
+struct OutputOptions {
+  bool json = false;
+  bool markdown = false;
+  std::string output_file;  // empty: standard output
+  bool quiet = false;       // no progress lines on stderr
+  bool no_color = false;
+};
+
+// Renders the run in the chosen format and writes it to -o FILE or stdout.
+void emit_run(const Run& run, const OutputOptions& options);
+
+// Progress line on stderr (suppressed by --quiet).
+void progress_line(const OutputOptions& options, const std::string& line);
+
+// $GPUBASE_HOME, else $XDG_DATA_HOME/gpubase, else ~/.local/share/gpubase.
+std::filesystem::path data_dir();
+// Writes the run as JSON under data_dir()/runs/ and returns the path.
+std::filesystem::path save_run(const Run& run);
+Run load_run(const std::filesystem::path& path);
+
+// Current UTC time, ISO 8601 ("2026-12-02T10:35:01Z").
+std::string utc_now_iso8601();
+
+}  // namespace gb::cli
