@@ -1,5 +1,5 @@
-// core/check.hpp: the one generator behind every error-check macro (GB_CHECK_CUDA, _CUBLAS,
-// _CUDNN in gpu/check.hpp; GB_CHECK_NVML in sys/nvml.cpp). On failure it calls
+// core/check.hpp: the one generator behind every error-check macro (GB_CHECK_CUDA, _CUBLAS in
+// gpu/check.hpp; NVML queries do not throw: they degrade to "N/A"). On failure it calls
 // fail_fn(library, code, name, expression, function, file, line); the throwing variants raise
 // gb::Error, the _NOTHROW variants (for destructors) print a warning and continue.
 #pragma once

@@ -64,8 +64,8 @@ Result Result::skipped(std::string key, std::string label, std::string unit, std
   return r;
 }
 
-Result& Result::param(std::string name, std::string value) {
-  params.emplace_back(std::move(name), std::move(value));
+Result& Result::param(std::string name, std::string text) {
+  params.emplace_back(std::move(name), std::move(text));
   return *this;
 }
 

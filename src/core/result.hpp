@@ -79,7 +79,7 @@ struct Result {
                          std::vector<double> samples, bool higher_is_better = true);
   static Result skipped(std::string key, std::string label, std::string unit, std::string reason);
 
-  Result& param(std::string name, std::string value);
+  Result& param(std::string name, std::string text);
   Result& reference(std::string kind, double value, std::string source);
   const Reference* find_reference(std::string_view kind) const;
   std::optional<std::string> find_param(std::string_view name) const;
