@@ -1,0 +1,27 @@
+// diagnose/text.hpp: the few text helpers verdicts need (numbers at sensible precision, "80 %",
+// "Gen5 x16", numbers read back out of environment facts such as "139.8 GiB"). diagnose links
+// only gb_core, so these are plain C++ rather than fmt.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gb::diagnose {
+
+// Three significant digits, no exponent, trailing zeros dropped: 989.4 -> "989",
+// 55.31 -> "55.3", 6.9 -> "6.9", 0.834 -> "0.834", 1978.9 -> "1979".
+std::string format_number(double v);
+// A ratio as a whole percentage: 0.799 -> "80 %".
+std::string format_percent(double ratio);
+// "Gen5 x16"; a missing part prints as "?".
+std::string link_name(std::optional<int> gen, std::optional<int> width);
+// The number a fact's text starts with ("139.8 GiB" -> 139.8, "Gen5 x16" -> nullopt).
+std::optional<double> leading_number(std::string_view text);
+// "Gen5 x16" -> {5, 16}.
+struct LinkText {
+  std::optional<int> gen;
+  std::optional<int> width;
+};
+LinkText parse_link(std::string_view text);
+
+}  // namespace gb::diagnose

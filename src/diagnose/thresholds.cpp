@@ -1,0 +1,120 @@
+// diagnose/thresholds.cpp: the tables of thresholds.hpp. The figures behind each fraction were
+// measured on one H200 at its 700 W power cap (DESIGN.md "Figures to beat"); docs/thresholds.md
+// gives the arithmetic.
+#include "diagnose/thresholds.hpp"
+
+#include <array>
+
+namespace gb::diagnose {
+
+namespace {
+
+constexpr std::array<AchievableRule, 15> kAchievable{{
+    // GEMM 8192^3, cuBLAS through PyTorch on H200 at the power cap (achieved / datasheet).
+    {"probe.gemm.fp64.tflops", Basis::gemm_peak, Precision::fp64, 0.82,
+     "HPL on H100/H200 reaches 55-59 of 67 TFLOP/s per GPU; DGEMM alone does no worse",
+     Area::compute},
+    {"probe.gemm.fp32.tflops", Basis::gemm_peak, Precision::fp32, 0.76,
+     "cuBLAS SGEMM 8192^3 on H200: 51 of 67 TFLOP/s", Area::compute},
+    {"probe.gemm.tf32.tflops", Basis::gemm_peak, Precision::tf32, 0.78,
+     "cuBLAS TF32 GEMM 8192^3 on H200: 388 of 495 TFLOP/s", Area::compute},
+    {"probe.gemm.fp16.tflops", Basis::gemm_peak, Precision::fp16, 0.77,
+     "cuBLAS FP16 GEMM 8192^3 on H200: 762 of 989 TFLOP/s", Area::compute},
+    {"probe.gemm.bf16.tflops", Basis::gemm_peak, Precision::bf16, 0.80,
+     "cuBLAS BF16 GEMM 8192^3 on H200: 793 of 989 TFLOP/s", Area::compute},
+    {"probe.gemm.fp8.tflops", Basis::gemm_peak, Precision::fp8, 0.73,
+     "cuBLASLt FP8 GEMM 8192^3 on H200: 1446 of 1979 TFLOP/s", Area::compute},
+    {"probe.gemm.int8.tops", Basis::gemm_peak, Precision::int8, 0.73,
+     "same tensor-core rate and kernel family as FP8 (no measured figure yet)", Area::compute},
+    // HBM, bytes counted as docs/results.md states (copy: read + write).
+    {"probe.memory.read.gbps", Basis::memory_peak, Precision::fp32, 0.92,
+     "read-only streaming reaches ~92 % of HBM3/HBM3e peak on H100/H200", Area::memory},
+    {"probe.memory.write.gbps", Basis::memory_peak, Precision::fp32, 0.88,
+     "write-only streaming: as copy (write traffic limits both)", Area::memory},
+    {"probe.memory.copy.gbps", Basis::memory_peak, Precision::fp32, 0.885,
+     "device copy on H200: 4.25 of 4.8 TB/s, read + write counted", Area::memory},
+    {"probe.memory.triad.gbps", Basis::memory_peak, Precision::fp32, 0.885,
+     "STREAM triad: as copy (same read/write mix within 2:1)", Area::memory},
+    {"probe.memory.memcpy_d2d.gbps", Basis::memory_peak, Precision::fp32, 0.885,
+     "cudaMemcpy device-to-device: as copy", Area::memory},
+    // PCIe, pinned host memory, 256 MiB copies.
+    {"probe.pcie.h2d.pinned.gbps", Basis::pcie_one_way, Precision::fp32, 0.87,
+     "pinned H2D on H200, Gen5 x16: 55.3 of 63.0 GB/s (TLP headers, flow control)", Area::pcie},
+    {"probe.pcie.d2h.pinned.gbps", Basis::pcie_one_way, Precision::fp32, 0.87,
+     "pinned D2H on H200, Gen5 x16: 55.3 of 63.0 GB/s", Area::pcie},
+    {"probe.pcie.bidir.pinned.gbps", Basis::pcie_both_ways, Precision::fp32, 0.75,
+     "H2D + D2H at once: both directions share the root complex and host memory; set below "
+     "the one-way 0.87 (no measured figure yet)",
+     Area::pcie},
+}};
+
+constexpr std::array<LatencyLimit, 4> kLatency{{
+    {"probe.latency.launch_host.us", 3.0, 20.0,
+     "CPU-side launch is slow: check for a busy or power-saving CPU (governor), CPU "
+     "oversubscription, a debugger/profiler/sanitizer attached, or a VM without CPU pinning"},
+    {"probe.latency.launch_e2e.us", 8.0, 50.0,
+     "launch round trip is slow: same checks as the host launch, plus the GPU's NUMA affinity "
+     "(run on the CPUs near the GPU)"},
+    {"probe.latency.graph_per_kernel.us", 1.0, 5.0,
+     "kernels inside a CUDA graph run far apart: check for other processes on the GPU (MPS, "
+     "time slicing) and the clocks"},
+    {"probe.latency.event_roundtrip.us", 8.0, 50.0,
+     "event synchronisation is slow: check the CPU governor and the driver's sync mode"},
+}};
+
+constexpr std::array<MetricRowSpec, 4> kMetricRows{{
+    {"gpu_util", "GPU utilization during training", "> 95 %", "watch.gpu.util.pct",
+     "`gpubase watch -- CMD`", true, 95.0, 85.0,
+     "the GPU waits on the host: profile a step (nsys), add loader workers and prefetch, pin "
+     "memory, and batch or graph-capture small kernels"},
+    {"cpu_util", "CPU utilization per core", "< 80 %", "watch.cpu.busiest_core.pct",
+     "`gpubase watch -- CMD`", false, 80.0, 95.0,
+     "a core is saturated: balance loader workers against cores, move decode to the GPU "
+     "(nvJPEG/DALI), set OMP_NUM_THREADS, check context switches and I/O wait"},
+    {"data_loading", "data-loading time as a share of step time", "< 10 %",
+     "loader.data_wait_share.pct", "`gpubase loader`", false, 10.0, 25.0,
+     "the input pipeline is the bottleneck: faster storage or packed shards, cheaper "
+     "decode/augment, prefetch, pinned memory, and the worker count at the knee `gpubase "
+     "loader` finds"},
+    {"amp_accuracy", "AMP accuracy loss vs FP32", "< 1 %", "amp.accuracy_loss.pct",
+     "`gpubase amp`", false, 1.0, 2.0,
+     "mixed precision costs accuracy: use dynamic loss scaling, keep softmax, norms and the "
+     "loss in FP32, prefer BF16 over FP16, or stay in FP32/TF32 for small models"},
+}};
+
+}  // namespace
+
+std::span<const AchievableRule> achievable_rules() { return kAchievable; }
+
+const AchievableRule* find_achievable_rule(std::string_view key) {
+  for (const auto& rule : kAchievable)
+    if (rule.key == key) return &rule;
+  return nullptr;
+}
+
+std::span<const LatencyLimit> latency_limits() { return kLatency; }
+
+const LatencyLimit* find_latency_limit(std::string_view key) {
+  for (const auto& limit : kLatency)
+    if (limit.key == key) return &limit;
+  return nullptr;
+}
+
+std::string_view area_advice(Area area) {
+  switch (area) {
+    case Area::compute:
+      return "check the clocks and power limit (nvidia-smi -q -d CLOCK,POWER,PERFORMANCE), "
+             "other processes on the GPU, and the throttle reasons; rerun on an idle GPU";
+    case Area::memory:
+      return "check the memory clock (nvidia-smi -q -d CLOCK), ECC errors and row remapping "
+             "(nvidia-smi -q -d ECC,ROW_REMAPPER), and other processes on the GPU";
+    case Area::pcie:
+      return "check the PCIe link rows above, run on the GPU's NUMA node (numactl "
+             "--cpunodebind=N --membind=N), and the IOMMU/ACS settings of the platform";
+  }
+  return "";
+}
+
+std::span<const MetricRowSpec> metric_rows() { return kMetricRows; }
+
+}  // namespace gb::diagnose

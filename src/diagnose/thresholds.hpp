@@ -1,0 +1,72 @@
+// diagnose/thresholds.hpp: the numbers diagnose judges with, as data. Every entry is explained
+// and justified in docs/thresholds.md; change both together. Adding a rule for a new key is one
+// row here, not new code.
+#pragma once
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "core/gpu_specs.hpp"
+
+namespace gb::diagnose {
+
+// A measurement passes at >= pass_at x achievable, warns at >= warn_at, fails below.
+inline constexpr double kPassAtAchievable = 0.90;
+inline constexpr double kWarnAtAchievable = 0.75;
+
+// What the "achievable" figure of a key is a fraction of.
+enum class Basis {
+  gemm_peak,        // datasheet peak of `precision` (spec table), or the result's own reference
+  memory_peak,      // datasheet memory bandwidth
+  pcie_one_way,     // theoretical per-direction bandwidth of the link's maximum gen x width
+  pcie_both_ways,   // twice that (H2D + D2H at once)
+};
+
+// Which advice a warn/fail gets.
+enum class Area { compute, memory, pcie };
+
+struct AchievableRule {
+  std::string_view key;
+  Basis basis;
+  Precision precision;     // gemm_peak only
+  double fraction;         // achievable = fraction x basis
+  std::string_view why;    // the measurement the fraction comes from (goes into Reference.source)
+  Area area;
+};
+
+std::span<const AchievableRule> achievable_rules();
+const AchievableRule* find_achievable_rule(std::string_view key);
+
+// Latencies (lower is better) stay "info" unless far off a healthy host; then "warn".
+struct LatencyLimit {
+  std::string_view key;
+  double typical_us;     // what a healthy, idle host shows
+  double warn_above_us;  // "far off": several times typical
+  std::string_view advice;
+};
+
+std::span<const LatencyLimit> latency_limits();
+const LatencyLimit* find_latency_limit(std::string_view key);
+
+// probe.host.h2d_slowdown.pct: pinned H2D loses this much while the CPUs stream memory.
+inline constexpr double kHostContentionWarnPct = 25.0;
+
+// Advice for a warn/fail in an area (what to check first).
+std::string_view area_advice(Area area);
+
+// Checklist rows measured by other suites: one row of data each.
+struct MetricRowSpec {
+  std::string_view id;
+  std::string_view check;
+  std::string_view target;
+  std::string_view key;    // result the suite produces
+  std::string_view suite;  // how to measure it, e.g. "`gpubase watch -- CMD`"
+  bool higher_is_better;
+  double pass_limit;  // pass beyond this (strictly)
+  double warn_limit;  // warn between pass_limit and this (inclusive); fail beyond
+  std::string_view advice;
+};
+
+std::span<const MetricRowSpec> metric_rows();
+
+}  // namespace gb::diagnose

@@ -1,0 +1,28 @@
+// diagnose/verdicts.cpp: apply_verdicts(), the order the rules run in. The link rules go first
+// (their results are counts, not speeds); then each result that still has no verdict gets its
+// references, is checked for slowdowns, and is judged by the rule its key has; last, a
+// trained-down link is named as the cause of slow pinned copies.
+#include "diagnose/diagnose.hpp"
+#include "diagnose/rules.hpp"
+
+namespace gb::diagnose {
+
+void apply_verdicts(Run& run) {
+  const RunFacts facts = read_run_facts(run);
+  apply_pcie_link_rule(run, facts);
+  apply_pcie_replay_rule(run);
+  for (Result& r : run.results) {
+    if (r.status != Status::info || !r.value) continue;
+    const Reference* achievable = add_achievable_reference(r, facts);
+    if (!apply_slowdown_rule(r, facts)) {
+      if (achievable)
+        judge_against_achievable(r, *achievable);
+      else if (!judge_latency(r))
+        judge_host_contention(r);
+    }
+    note_power_cap(r);
+  }
+  apply_link_explains_bandwidth(run);
+}
+
+}  // namespace gb::diagnose
