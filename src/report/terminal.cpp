@@ -1,0 +1,212 @@
+// report/terminal.cpp: the terminal printer. Fits `width` columns (100 by default): fixed
+// columns for figures, the text columns (labels, evidence) shrink and wrap. Colour only when
+// the caller asks for it. Layout:
+//
+//   gpubase probe
+//   Environment      label  value
+//   <section>        test | value | ± CV | datasheet | achievable | status
+//                        skipped: reason / FAIL: evidence / advice: what to do
+//   Baseline checklist   check (target) | measured | verdict | evidence, -> advice
+//   Overall: FAIL (counts)
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "report/report.hpp"
+#include "report/text.hpp"
+
+namespace gb::report {
+
+namespace {
+
+using namespace detail;
+
+class TerminalWriter {
+ public:
+  TerminalWriter(const Run& run, const TerminalOptions& options)
+      : run_(run), opt_(options), width_(static_cast<std::size_t>(std::max(60, options.width))) {}
+
+  std::string write() {
+    header();
+    environment();
+    for (const Section& s : group_sections(run_)) section(s);
+    checklist();
+    summary();
+    return out_;
+  }
+
+ private:
+  std::string paint(std::string_view text, std::string_view sgr) const {
+    if (!opt_.color || sgr.empty()) return std::string(text);
+    return fmt::format("\x1b[{}m{}\x1b[0m", sgr, text);
+  }
+
+  void line(std::string_view text = "") {
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    out_ += text;
+    out_ += '\n';
+  }
+
+  void heading(std::string_view title) {
+    line();
+    line(paint(title, "1"));
+  }
+
+  // Wrapped text under a row: "      <prefix><text>", continuation lines aligned after prefix.
+  void detail(std::string_view prefix, std::string_view text, Status tone = Status::info) {
+    constexpr std::size_t kIndent = 6;
+    const std::size_t avail = width_ - kIndent - display_width(prefix);
+    const auto lines = wrap(text, avail);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const std::string lead = i == 0 ? paint(prefix, status_color(tone))
+                                      : std::string(display_width(prefix), ' ');
+      line(std::string(kIndent, ' ') + lead + lines[i]);
+    }
+  }
+
+  void header() {
+    const std::string title = "gpubase " + (run_.command.empty() ? "run" : run_.command);
+    line(paint(title, "1"));
+    line(run_subtitle(run_));
+    line(std::string(width_, '='));
+  }
+
+  void environment() {
+    if (run_.environment.empty()) return;
+    heading("Environment");
+    std::size_t label_w = 0;
+    for (const Fact& f : run_.environment) label_w = std::max(label_w, display_width(f.label));
+    label_w = std::min<std::size_t>(label_w, 30);
+    const std::size_t value_w = width_ - 2 - label_w - 2;
+    for (const Fact& f : run_.environment) {
+      const auto labels = wrap(f.label, label_w);
+      const auto values = wrap(f.value.empty() ? "N/A" : f.value, value_w);
+      for (std::size_t i = 0; i < std::max(labels.size(), values.size()); ++i) {
+        const std::string l = i < labels.size() ? labels[i] : "";
+        const std::string v = i < values.size() ? values[i] : "";
+        line(fmt::format("  {}  {}", pad_right(l, label_w), v));
+      }
+    }
+  }
+
+  // Result table columns: label (flexible), value, CV, % datasheet, % achievable, status.
+  // Below 85 columns the figure columns get shorter headers so the label keeps some room.
+  struct Columns {
+    std::size_t value, cv, datasheet, achievable;
+    const char* datasheet_header;
+    const char* achievable_header;
+  };
+  static constexpr std::size_t kStatusW = 7;
+  static constexpr Columns kWide{16, 7, 9, 10, "datasheet", "achievable"};
+  static constexpr Columns kNarrow{13, 6, 5, 5, "% ds", "% ach"};
+
+  static std::size_t fixed_width(const Columns& c) {
+    return 2 + 2 + c.value + 2 + c.cv + 2 + c.datasheet + 2 + c.achievable + 2 + kStatusW;
+  }
+  const Columns& columns() const { return width_ >= fixed_width(kWide) + 24 ? kWide : kNarrow; }
+  std::size_t label_width() const {
+    const std::size_t fixed = fixed_width(columns());
+    return width_ > fixed + 10 ? width_ - fixed : 10;
+  }
+
+  void section(const Section& s) {
+    heading(s.title);
+    const Columns& c = columns();
+    const std::size_t lw = label_width();
+    line(fmt::format("  {}  {}  {}  {}  {}  {}", pad_right("test", lw), pad_left("value", c.value),
+                     pad_left("± CV", c.cv), pad_left(c.datasheet_header, c.datasheet),
+                     pad_left(c.achievable_header, c.achievable), "status"));
+    for (const Result* r : s.results) row(*r, lw);
+  }
+
+  void row(const Result& r, std::size_t lw) {
+    const Columns& c = columns();
+    const auto labels = wrap(r.label.empty() ? r.key : r.label, lw);
+    const std::string status = paint(status_word(r.status), status_color(r.status));
+    line(fmt::format("  {}  {}  {}  {}  {}  {}", pad_right(labels[0], lw),
+                     pad_left(value_text(r), c.value), pad_left(cv_text(r), c.cv),
+                     pad_left(ratio_text(r, "datasheet"), c.datasheet),
+                     pad_left(ratio_text(r, "achievable"), c.achievable), status));
+    for (std::size_t i = 1; i < labels.size(); ++i) line("  " + labels[i]);
+
+    switch (r.status) {
+      case Status::skipped:
+      case Status::invalid:
+      case Status::warn:
+      case Status::fail:
+        detail(std::string(to_string(r.status)) + ": ",
+               r.reason.empty() ? "no reason given" : r.reason, r.status);
+        break;
+      case Status::pass:
+      case Status::info:
+        if (opt_.verbose && !r.reason.empty()) detail("", r.reason);
+        break;
+    }
+    if (!r.advice.empty() && r.status != Status::pass) detail("advice: ", r.advice);
+    if (opt_.verbose && r.status != Status::skipped) {
+      detail("telemetry: ", telemetry_text(r.telemetry));
+      for (const Reference& ref : r.references)
+        detail(ref.kind + ": ", format_number(ref.value) + " " + r.unit + " - " + ref.source);
+    }
+  }
+
+  void checklist() {
+    if (run_.checklist.empty()) return;
+    heading("Baseline checklist");
+    const bool wide = width_ >= 90;
+    const std::size_t check_w = wide ? 26 : 18, measured_w = wide ? 16 : 12;
+    constexpr std::size_t verdict_w = 7;
+    const std::size_t fixed = 2 + check_w + 2 + measured_w + 2 + verdict_w + 2;
+    const std::size_t ev_w = width_ > fixed + 12 ? width_ - fixed : 12;
+    line(fmt::format("  {}  {}  {}  {}", pad_right("check (target)", check_w),
+                     pad_right("measured", measured_w), pad_right("verdict", verdict_w),
+                     ev_w >= 17 ? "evidence / advice" : "evidence"));
+    for (const ChecklistRow& c : run_.checklist) {
+      if (&c != &run_.checklist.front()) line();
+      std::vector<std::string> check = wrap(c.check, check_w);
+      for (auto& l : wrap("(" + c.target + ")", check_w)) check.push_back(std::move(l));
+      const auto measured = wrap(c.measured.value_or("-"), measured_w);
+      std::vector<std::string> evidence = wrap(c.evidence.empty() ? "-" : c.evidence, ev_w);
+      if (!c.advice.empty()) {
+        const auto advice = wrap(c.advice, ev_w - 3);
+        for (std::size_t i = 0; i < advice.size(); ++i)
+          evidence.push_back((i == 0 ? "-> " : "   ") + advice[i]);
+      }
+      const std::size_t n = std::max({check.size(), measured.size(), evidence.size()});
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::string verdict =
+            i == 0 ? paint(pad_right(status_word(c.status), verdict_w), status_color(c.status))
+                   : std::string(verdict_w, ' ');
+        line(fmt::format("  {}  {}  {}  {}", pad_right(i < check.size() ? check[i] : "", check_w),
+                         pad_right(i < measured.size() ? measured[i] : "", measured_w), verdict,
+                         i < evidence.size() ? evidence[i] : ""));
+      }
+    }
+  }
+
+  void summary() {
+    line();
+    if (!has_verdict(run_)) {
+      line(fmt::format("Overall: nothing judged ({})", status_counts(run_)));
+      return;
+    }
+    const Status worst = run_.worst_status();
+    line(fmt::format("{} ({})", paint("Overall: " + status_word(worst), status_color(worst)),
+                     status_counts(run_)));
+  }
+
+  const Run& run_;
+  const TerminalOptions& opt_;
+  std::size_t width_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string render_terminal(const Run& run, const TerminalOptions& options) {
+  return TerminalWriter(run, options).write();
+}
+
+}  // namespace gb::report

@@ -1,0 +1,288 @@
+// report/text.cpp: see text.hpp.
+#include "report/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+
+namespace gb::report::detail {
+
+std::string format_number(double v) {
+  if (!std::isfinite(v)) return "N/A";
+  const double magnitude = std::fabs(v);
+  int decimals = 0;
+  if (magnitude > 0 && magnitude < 100)
+    decimals = std::min(6, 2 - static_cast<int>(std::floor(std::log10(magnitude))));
+  std::string s = fmt::format("{:.{}f}", v, decimals);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s;
+}
+
+std::string value_text(const Result& r) {
+  if (!r.value) return "-";
+  // A count needs no unit word ("3 replays" is the label's job, not "3 count").
+  if (r.unit.empty() || r.unit == "count") return format_number(*r.value);
+  return format_number(*r.value) + " " + r.unit;
+}
+
+std::string cv_text(const Result& r) {
+  if (!r.value || r.stats.n < 2) return "";
+  return fmt::format("{:.1f} %", r.stats.cv * 100.0);
+}
+
+std::string ratio_text(const Result& r, std::string_view kind) {
+  const Reference* ref = r.find_reference(kind);
+  if (!ref || !r.value || ref->value <= 0) return "";
+  return fmt::format("{:.0f} %", *r.value / ref->value * 100.0);
+}
+
+std::string status_word(Status s) {
+  switch (s) {
+    case Status::pass: return "pass";
+    case Status::warn: return "WARN";
+    case Status::fail: return "FAIL";
+    case Status::invalid: return "INVALID";
+    case Status::skipped: return "skipped";
+    case Status::info: return "info";
+  }
+  return "info";
+}
+
+std::string_view status_color(Status s) {
+  switch (s) {
+    case Status::pass: return "32";
+    case Status::warn: return "33";
+    case Status::fail: return "1;31";
+    case Status::invalid: return "35";
+    case Status::skipped: return "2";
+    case Status::info: return "";
+  }
+  return "";
+}
+
+std::string throttle_text(std::uint64_t bits) {
+  static constexpr std::array<std::pair<std::uint64_t, const char*>, 9> kNames{{
+      {0x1, "idle"},
+      {0x2, "application clocks"},
+      {0x4, "power cap"},
+      {0x8, "HW slowdown"},
+      {0x10, "sync boost"},
+      {0x20, "SW thermal"},
+      {0x40, "HW thermal"},
+      {0x80, "power brake"},
+      {0x100, "display clocks"},
+  }};
+  std::string out;
+  std::uint64_t known = 0;
+  for (const auto& [bit, name] : kNames) {
+    known |= bit;
+    if ((bits & bit) == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  if (bits & ~known) out += fmt::format("{}0x{:x}", out.empty() ? "" : ", ", bits & ~known);
+  return out.empty() ? "none" : out;
+}
+
+std::string telemetry_text(const std::optional<Telemetry>& t) {
+  if (!t) return "N/A (no NVML)";
+  std::string sm = "SM N/A";
+  if (t->sm_clock_mhz_min && t->sm_clock_mhz_max)
+    sm = *t->sm_clock_mhz_min == *t->sm_clock_mhz_max
+             ? fmt::format("SM {} MHz", format_number(*t->sm_clock_mhz_min))
+             : fmt::format("SM {}-{} MHz", format_number(*t->sm_clock_mhz_min),
+                           format_number(*t->sm_clock_mhz_max));
+  else if (t->sm_clock_mhz_mean)
+    sm = fmt::format("SM {} MHz", format_number(*t->sm_clock_mhz_mean));
+  std::string power = "power N/A";
+  const auto drawn = t->power_w_mean ? t->power_w_mean : t->power_w_max;
+  if (drawn && t->power_limit_w)
+    power = fmt::format("{} of {} W", format_number(*drawn), format_number(*t->power_limit_w));
+  else if (drawn)
+    power = fmt::format("{} W", format_number(*drawn));
+  const std::string temp =
+      t->temp_c_max ? fmt::format("{} C max", format_number(*t->temp_c_max)) : "temp N/A";
+  const std::string throttle =
+      t->throttle_reasons ? "throttle: " + throttle_text(*t->throttle_reasons) : "throttle N/A";
+  std::string link = "PCIe N/A";
+  if (t->pcie_gen_min || t->pcie_width_min)
+    link = fmt::format("PCIe Gen{} x{}", t->pcie_gen_min ? std::to_string(*t->pcie_gen_min) : "?",
+                       t->pcie_width_min ? std::to_string(*t->pcie_width_min) : "?");
+  return fmt::format("{}, {}, {}, {}, {}", sm, power, temp, throttle, link);
+}
+
+std::string run_subtitle(const Run& run) {
+  std::string s = run.tool_version.empty() ? "gpubase" : "gpubase " + run.tool_version;
+  if (!run.started_at.empty()) s += ", started " + run.started_at;
+  if (run.duration_s > 0) s += ", took " + format_number(run.duration_s) + " s";
+  return s;
+}
+
+bool has_verdict(const Run& run) {
+  auto judged = [](Status s) {
+    return s == Status::pass || s == Status::warn || s == Status::fail || s == Status::invalid;
+  };
+  return std::any_of(run.results.begin(), run.results.end(),
+                     [&](const Result& r) { return judged(r.status); }) ||
+         std::any_of(run.checklist.begin(), run.checklist.end(),
+                     [&](const ChecklistRow& c) { return judged(c.status); });
+}
+
+std::string status_counts(const Run& run) {
+  static constexpr Status kOrder[] = {Status::pass,    Status::warn,    Status::fail,
+                                      Status::invalid, Status::skipped, Status::info};
+  std::string out;
+  for (const Status s : kOrder) {
+    const auto n = std::count_if(run.results.begin(), run.results.end(),
+                                 [&](const Result& r) { return r.status == s; });
+    if (n == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", n, to_string(s));
+  }
+  return out.empty() ? "no results" : out;
+}
+
+namespace {
+
+std::string section_prefix(const std::string& key) {
+  const auto first = key.find('.');
+  if (first == std::string::npos) return key;
+  const auto second = key.find('.', first + 1);
+  return second == std::string::npos ? key : key.substr(0, second);
+}
+
+std::string section_title(const std::string& prefix) {
+  static const std::map<std::string, std::string> kTitles{
+      {"probe.gemm", "GEMM (cuBLASLt, dense)"},
+      {"probe.memory", "Device memory"},
+      {"probe.pcie", "PCIe host <-> device"},
+      {"probe.latency", "Launch latency"},
+      {"probe.host", "Host memory"},
+  };
+  const auto it = kTitles.find(prefix);
+  return it == kTitles.end() ? prefix : it->second;
+}
+
+}  // namespace
+
+std::vector<Section> group_sections(const Run& run) {
+  std::vector<Section> sections;
+  for (const Result& r : run.results) {
+    const std::string prefix = section_prefix(r.key);
+    auto it = std::find_if(sections.begin(), sections.end(),
+                           [&](const Section& s) { return s.prefix == prefix; });
+    if (it == sections.end()) {
+      sections.push_back({prefix, section_title(prefix), {}});
+      it = sections.end() - 1;
+    }
+    it->results.push_back(&r);
+  }
+  return sections;
+}
+
+std::size_t display_width(std::string_view s) {
+  std::size_t n = 0;
+  for (const char c : s)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string pad_right(std::string_view s, std::size_t width) {
+  const std::size_t w = display_width(s);
+  return std::string(s) + std::string(w < width ? width - w : 0, ' ');
+}
+
+std::string pad_left(std::string_view s, std::size_t width) {
+  const std::size_t w = display_width(s);
+  return std::string(w < width ? width - w : 0, ' ') + std::string(s);
+}
+
+namespace {
+
+// Byte offset after `columns` code points of s (or s.size()).
+std::size_t byte_offset(std::string_view s, std::size_t columns) {
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (seen == columns) return i;
+      ++seen;
+    }
+  }
+  return s.size();
+}
+
+}  // namespace
+
+namespace {
+
+// A unit after a number stays on the number's line: "700 W", "80 %", "1290 MHz".
+bool is_unit_word(std::string_view word) {
+  while (!word.empty() && (word.back() == ',' || word.back() == ';' || word.back() == ')' ||
+                           word.back() == '.'))
+    word.remove_suffix(1);
+  static constexpr std::string_view kUnits[] = {"%",       "W",     "C",  "MHz", "GB/s", "GiB",
+                                                "TFLOP/s", "TOP/s", "us", "µs",  "s",    "GB"};
+  return std::find(std::begin(kUnits), std::end(kUnits), word) != std::end(kUnits);
+}
+
+bool ends_with_digit(std::string_view word) {
+  return !word.empty() && word.back() >= '0' && word.back() <= '9';
+}
+
+// Words of `text`, a number and its unit joined into one.
+std::vector<std::string> words_of(std::string_view text) {
+  std::vector<std::string> words;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    if (pos >= text.size()) break;
+    std::size_t end = text.find(' ', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(pos, end - pos);
+    if (!words.empty() && ends_with_digit(words.back()) && is_unit_word(word))
+      words.back() += " " + std::string(word);
+    else
+      words.emplace_back(word);
+    pos = end;
+  }
+  return words;
+}
+
+}  // namespace
+
+std::vector<std::string> wrap(std::string_view text, std::size_t width) {
+  if (width == 0) width = 1;
+  std::vector<std::string> lines;
+  std::string line;
+  for (const std::string& whole : words_of(text)) {
+    std::string_view word = whole;
+    while (display_width(word) > width) {  // a word longer than a line: split it
+      if (!line.empty()) {
+        lines.push_back(std::move(line));
+        line.clear();
+      }
+      const std::size_t cut = byte_offset(word, width);
+      lines.emplace_back(word.substr(0, cut));
+      word = word.substr(cut);
+    }
+    if (word.empty()) continue;
+    const std::size_t needed = display_width(line) + (line.empty() ? 0 : 1) + display_width(word);
+    if (!line.empty() && needed > width) {
+      lines.push_back(std::move(line));
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(std::move(line));
+  return lines;
+}
+
+}  // namespace gb::report::detail

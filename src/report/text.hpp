@@ -1,0 +1,54 @@
+// report/text.hpp: what the printers share: number and status formatting, grouping results
+// into sections by key, telemetry in one line, and width-aware padding and wrapping of UTF-8
+// text (labels such as "8192³" or units such as "µs" are one column per code point).
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace gb::report::detail {
+
+// Three significant digits, integers from 100 up, trailing zeros dropped: 989.4 -> "989",
+// 55.31 -> "55.3", 0.834 -> "0.834".
+std::string format_number(double v);
+// "791 TFLOP/s"; "-" without a value.
+std::string value_text(const Result& r);
+// "0.4 %" (coefficient of variation); empty with fewer than two samples.
+std::string cv_text(const Result& r);
+// "80 %" = value / reference of that kind; empty when the result has no such reference.
+std::string ratio_text(const Result& r, std::string_view kind);
+// "pass", "WARN", "FAIL", "INVALID", "skipped", "info": problems stand out without colour.
+std::string status_word(Status s);
+// ANSI SGR code for a status ("32" green ...); empty for none.
+std::string_view status_color(Status s);
+// "SM 1755-1980 MHz, 690 of 700 W, 64 C max, throttle: power cap, PCIe Gen5 x16";
+// every missing field reads N/A; "N/A (no NVML)" without telemetry.
+std::string telemetry_text(const std::optional<Telemetry>& t);
+// Names of NVML clock-event reason bits: "power cap, HW thermal"; "none" for 0.
+std::string throttle_text(std::uint64_t bits);
+// "gpubase 0.1.0, started ..., took 41.7 s"
+std::string run_subtitle(const Run& run);
+// True when some result or checklist row carries pass/warn/fail/invalid.
+bool has_verdict(const Run& run);
+// "12 pass, 1 warn, 2 fail, 1 invalid, 2 skipped, 4 info" (zero counts left out).
+std::string status_counts(const Run& run);
+
+struct Section {
+  std::string prefix;  // "probe.gemm"
+  std::string title;   // "GEMM"
+  std::vector<const Result*> results;
+};
+// Results grouped by the first two key segments, sections in order of first appearance.
+std::vector<Section> group_sections(const Run& run);
+
+// Columns a UTF-8 string takes (one per code point).
+std::size_t display_width(std::string_view s);
+std::string pad_right(std::string_view s, std::size_t width);
+std::string pad_left(std::string_view s, std::size_t width);
+// Greedy word wrap to `width` columns; words longer than a line are split. Never empty.
+std::vector<std::string> wrap(std::string_view text, std::size_t width);
+
+}  // namespace gb::report::detail
