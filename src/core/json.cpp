@@ -163,8 +163,8 @@ Run run_from_json(const Json& j) {
       r.advice = jr.value("advice", "");
       if (jr.contains("telemetry") && !jr.at("telemetry").is_null())
         r.telemetry = telemetry_from(jr.at("telemetry"));
-      for (const auto& [k, v] : jr.value("params", Json::object()).items())
-        r.params.emplace_back(k, v.get<std::string>());
+      const Json params = jr.value("params", Json::object());  // items() must not outlive it
+      for (const auto& [k, v] : params.items()) r.params.emplace_back(k, v.get<std::string>());
       run.results.push_back(std::move(r));
     }
     for (const auto& jc : j.value("checklist", Json::array())) {

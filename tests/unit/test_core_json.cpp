@@ -110,7 +110,7 @@ void expect_same_result(const gb::Result& a, const gb::Result& b) {
 // reading any run file walks a dangling object (it crashes here, and in `gpubase report`).
 // Fix: `const Json params = jr.value("params", Json::object()); for (... : params.items())`.
 // With that fix this test passes unchanged; enable it then.
-TEST(JsonRoundTrip, DISABLED_EveryFieldComesBackUnchanged) {
+TEST(JsonRoundTrip, EveryFieldComesBackUnchanged) {
   const gb::Run run = full_run();
   const gb::Run back = gb::run_from_json(gb::Json::parse(gb::to_json(run).dump(2)));
   EXPECT_EQ(back.schema_version, run.schema_version);
