@@ -1,0 +1,295 @@
+// gpu/host_numeric.cpp: see host_numeric.hpp.
+#include "gpu/host_numeric.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+
+#include "core/error.hpp"
+
+namespace gb::gpu {
+
+std::size_t element_bytes(ElementType t) {
+  switch (t) {
+    case ElementType::f64: return 8;
+    case ElementType::f32: return 4;
+    case ElementType::f16: return 2;
+    case ElementType::bf16: return 2;
+    case ElementType::e4m3: return 1;
+    case ElementType::i8: return 1;
+    case ElementType::i32: return 4;
+  }
+  return 0;
+}
+
+std::string_view element_name(ElementType t) {
+  switch (t) {
+    case ElementType::f64: return "fp64";
+    case ElementType::f32: return "fp32";
+    case ElementType::f16: return "fp16";
+    case ElementType::bf16: return "bf16";
+    case ElementType::e4m3: return "fp8e4m3";
+    case ElementType::i8: return "int8";
+    case ElementType::i32: return "int32";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// A small binary floating-point format: 1 sign bit, exp_bits, man_bits, exponent bias.
+struct MiniFloat {
+  int exp_bits;
+  int man_bits;
+  int bias;
+};
+constexpr MiniFloat kHalf{5, 10, 15};
+constexpr MiniFloat kE4m3{4, 3, 7};
+
+// Magnitude of a finite code without its sign bit: subnormal (exponent field 0) or normal.
+double decode_magnitude(MiniFloat f, std::uint32_t exp_field, std::uint32_t man) {
+  if (exp_field == 0) return std::ldexp(static_cast<double>(man), 1 - f.bias - f.man_bits);
+  return std::ldexp(1.0 + std::ldexp(static_cast<double>(man), -f.man_bits),
+                    static_cast<int>(exp_field) - f.bias);
+}
+
+// Rounds a finite, non-negative magnitude to the nearest code (ties to even) without the sign
+// bit. The result may exceed the largest finite code; callers handle overflow. Every step is
+// exact in double (scaling by powers of two, subtracting 1 from a significand in [1, 2)), and
+// std::nearbyint rounds ties to even in the default rounding mode.
+std::uint32_t round_magnitude(MiniFloat f, double a) {
+  const int min_normal_exp = 1 - f.bias;
+  if (a < std::ldexp(1.0, min_normal_exp)) {
+    // Subnormal range: code = round(a / 2^(min_normal_exp - man_bits)). A result of
+    // 2^man_bits is the smallest normal, whose code is the same integer.
+    return static_cast<std::uint32_t>(std::nearbyint(std::ldexp(a, f.man_bits - min_normal_exp)));
+  }
+  int e2 = 0;
+  const double fr = std::frexp(a, &e2);  // a = fr * 2^e2, fr in [0.5, 1)
+  const int e = e2 - 1;                  // a = (2 fr) * 2^e, 2 fr in [1, 2)
+  auto man = static_cast<std::uint32_t>(std::nearbyint(std::ldexp(2 * fr - 1, f.man_bits)));
+  auto exp_field = static_cast<std::uint32_t>(e + f.bias);
+  if (man == (1u << f.man_bits)) {  // rounded up to the next power of two
+    man = 0;
+    ++exp_field;
+  }
+  return (exp_field << f.man_bits) | man;
+}
+
+}  // namespace
+
+float half_bits_to_float(std::uint16_t bits) {
+  const bool neg = (bits & 0x8000u) != 0;
+  const std::uint32_t exp_field = (bits >> 10) & 0x1Fu;
+  const std::uint32_t man = bits & 0x3FFu;
+  double v = 0;
+  if (exp_field == 0x1F) {
+    v = man == 0 ? INFINITY : NAN;
+  } else {
+    v = decode_magnitude(kHalf, exp_field, man);
+  }
+  return static_cast<float>(neg ? -v : v);
+}
+
+float bf16_bits_to_float(std::uint16_t bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
+
+float e4m3_bits_to_float(std::uint8_t bits) {
+  const bool neg = (bits & 0x80u) != 0;
+  const std::uint32_t exp_field = (bits >> 3) & 0xFu;
+  const std::uint32_t man = bits & 0x7u;
+  if (exp_field == 0xF && man == 0x7) return NAN;
+  const double v = decode_magnitude(kE4m3, exp_field, man);
+  return static_cast<float>(neg ? -v : v);
+}
+
+std::uint16_t float_to_half_bits(float x) {
+  const std::uint32_t sign = (std::bit_cast<std::uint32_t>(x) >> 16) & 0x8000u;
+  if (std::isnan(x)) return static_cast<std::uint16_t>(sign | 0x7E00u);
+  const double a = std::fabs(static_cast<double>(x));
+  if (std::isinf(a)) return static_cast<std::uint16_t>(sign | 0x7C00u);
+  const std::uint32_t code = round_magnitude(kHalf, a);
+  if (code >= 0x7C00u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // overflow to inf
+  return static_cast<std::uint16_t>(sign | code);
+}
+
+std::uint16_t float_to_bf16_bits(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  if (std::isnan(x)) return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);  // quiet NaN
+  // Round to nearest even on the 16 dropped bits; a carry into the exponent is the right answer
+  // (up to and including overflow to inf).
+  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+std::uint8_t float_to_e4m3_bits(float x) {
+  const std::uint32_t sign = (std::bit_cast<std::uint32_t>(x) >> 24) & 0x80u;
+  if (std::isnan(x)) return 0x7F;
+  constexpr std::uint32_t kMaxFinite = 0x7E;  // 448 = 1.75 * 2^8
+  const double a = std::fabs(static_cast<double>(x));
+  const std::uint32_t code = std::isinf(a) ? kMaxFinite : round_magnitude(kE4m3, a);
+  return static_cast<std::uint8_t>(sign | std::min(code, kMaxFinite));
+}
+
+std::vector<double> decode_elements(ElementType t, const void* data, std::size_t count) {
+  std::vector<double> out(count);
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < count; ++i) {
+    const unsigned char* p = bytes + i * element_bytes(t);
+    switch (t) {
+      case ElementType::f64: {
+        double v;
+        std::memcpy(&v, p, sizeof v);
+        out[i] = v;
+        break;
+      }
+      case ElementType::f32: {
+        float v;
+        std::memcpy(&v, p, sizeof v);
+        out[i] = v;
+        break;
+      }
+      case ElementType::f16: {
+        std::uint16_t v;
+        std::memcpy(&v, p, sizeof v);
+        out[i] = half_bits_to_float(v);
+        break;
+      }
+      case ElementType::bf16: {
+        std::uint16_t v;
+        std::memcpy(&v, p, sizeof v);
+        out[i] = bf16_bits_to_float(v);
+        break;
+      }
+      case ElementType::e4m3: out[i] = e4m3_bits_to_float(*p); break;
+      case ElementType::i8: out[i] = static_cast<std::int8_t>(*p); break;
+      case ElementType::i32: {
+        std::int32_t v;
+        std::memcpy(&v, p, sizeof v);
+        out[i] = v;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+double fill_value(ElementType t, std::uint64_t seed, std::uint64_t index) {
+  const std::uint64_t h = fill_hash(seed, index);
+  switch (t) {
+    case ElementType::f64: return uniform_f64(h);
+    case ElementType::f32: return uniform_f32(h);
+    case ElementType::f16: return half_bits_to_float(float_to_half_bits(uniform_f32(h)));
+    case ElementType::bf16: return bf16_bits_to_float(float_to_bf16_bits(uniform_f32(h)));
+    case ElementType::e4m3: return e4m3_bits_to_float(float_to_e4m3_bits(uniform_f32(h)));
+    case ElementType::i8: return uniform_i8(h);
+    case ElementType::i32: return uniform_i32(h);
+  }
+  return 0;
+}
+
+std::string GemmCheck::describe() const {
+  std::string s = "rel err " + format_sci(rel_err) + " over " + std::to_string(samples) +
+                  " outputs (tol " + format_sci(tolerance) + ")";
+  if (nonfinite > 0) s += ", " + std::to_string(nonfinite) + " outputs NaN or inf";
+  return s;
+}
+
+GemmCheck check_gemm_samples(std::span<const double> a_rows, std::span<const double> b_cols,
+                             std::span<const double> d, std::size_t k, double tolerance) {
+  if (k == 0 || a_rows.size() % k != 0 || b_cols.size() % k != 0) {
+    throw Error(ErrorKind::runtime, "check_gemm_samples: operand sizes are not multiples of k");
+  }
+  const std::size_t rows = a_rows.size() / k;
+  const std::size_t cols = b_cols.size() / k;
+  if (d.size() != rows * cols) {
+    throw Error(ErrorKind::runtime, "check_gemm_samples: " + std::to_string(d.size()) +
+                                        " outputs for " + std::to_string(rows) + " x " +
+                                        std::to_string(cols) + " samples");
+  }
+  GemmCheck check;
+  check.samples = rows * cols;
+  check.tolerance = tolerance;
+  // long double (x87 80-bit on x86-64) keeps the reference well below FP64's own rounding.
+  long double err2 = 0;
+  long double ref2 = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double* a = a_rows.data() + r * k;
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double* b = b_cols.data() + c * k;
+      long double ref = 0;
+      for (std::size_t l = 0; l < k; ++l) ref += static_cast<long double>(a[l]) * b[l];
+      const double out = d[r * cols + c];
+      ref2 += ref * ref;
+      if (!std::isfinite(out)) {
+        ++check.nonfinite;
+        continue;
+      }
+      const long double err = static_cast<long double>(out) - ref;
+      err2 += err * err;
+      check.max_abs_err = std::max(check.max_abs_err, static_cast<double>(std::fabs(err)));
+    }
+  }
+  if (check.nonfinite > 0) {
+    check.rel_err = INFINITY;
+  } else {
+    // All-zero reference (never with random inputs): the absolute error is what is left.
+    check.rel_err = static_cast<double>(ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2));
+  }
+  return check;
+}
+
+// Napkin error model: inputs uniform in [-1, 1), so a product a*b has rms 1/3 and an output
+// sums k of them: |ref| ~ sqrt(k)/3 (~43 at k = 16384). Summing k terms with a relative rounding
+// error of rms delta per addition leaves an error of rms delta * k / sqrt(18), i.e. a relative
+// error of delta * sqrt(k / 2) (~90 delta at k = 16384). Rounding the output to its type adds
+// that type's delta once. Tolerances sit 3x or more above what the model gives, far below the
+// O(1) error of a wrong layout, missing tile or uninitialised output.
+double gemm_tolerance(Precision p) {
+  switch (p) {
+    case Precision::fp64: return 1e-12;  // delta 2^-53/sqrt(3): ~6e-15 at k = 16384
+    case Precision::fp32: return 1e-5;   // delta 2^-24/sqrt(3): ~3e-6 at k = 16384
+    case Precision::tf32: return 5e-3;   // inputs cut to 10 mantissa bits: ~2^-11 per product
+    case Precision::fp16: return 5e-3;   // FP32 accumulation, FP16 output: ~2^-11/sqrt(3)
+    case Precision::bf16: return 1e-2;   // FP32 accumulation, BF16 output: ~2^-8/sqrt(3) = 2e-3
+    case Precision::fp8: return 5e-2;    // BF16 output plus Hopper's narrower FP8 accumulator
+    case Precision::int8: return 0;      // int32 accumulation is exact: |sum| <= 2^14 k < 2^31
+  }
+  return 0;
+}
+
+std::vector<std::int64_t> sample_indices(std::int64_t n, std::size_t count, std::uint64_t seed) {
+  std::vector<std::int64_t> out;
+  if (n <= 0) return out;
+  if (count >= static_cast<std::size_t>(n)) {
+    out.resize(static_cast<std::size_t>(n));
+    std::iota(out.begin(), out.end(), std::int64_t{0});
+    return out;
+  }
+  if (count == 0) return out;
+  out.push_back(0);
+  if (count >= 2) out.push_back(n - 1);
+  // The rest from [1, n - 1) by a partial Fisher-Yates shuffle driven by the fill hash.
+  const std::size_t rest = count - out.size();
+  std::vector<std::int64_t> pool(static_cast<std::size_t>(std::max<std::int64_t>(n - 2, 0)));
+  std::iota(pool.begin(), pool.end(), std::int64_t{1});
+  for (std::size_t i = 0; i < rest && i < pool.size(); ++i) {
+    const std::size_t j = i + static_cast<std::size_t>(fill_hash(seed, i) % (pool.size() - i));
+    std::swap(pool[i], pool[j]);
+    out.push_back(pool[i]);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string format_sci(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*e", digits, v);
+  return buf;
+}
+
+}  // namespace gb::gpu
