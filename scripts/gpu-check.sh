@@ -21,13 +21,14 @@ ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 300 \
   --output-junit "$OUTDIR/gpu-tests.xml" 2>&1 | tail -40 || status=1
 
 step "probe (full)"
-/usr/bin/time -f "probe wall %e s" "$GPUBASE" probe --json -o "$OUTDIR/probe.json" || status=1
+TIMEFORMAT="probe wall %R s"
+time "$GPUBASE" probe --json -o "$OUTDIR/probe.json" || status=1
 "$GPUBASE" report "$OUTDIR/probe.json" --no-color >"$OUTDIR/probe.txt"
 cat "$OUTDIR/probe.txt"
 
 step "probe --quick"
-/usr/bin/time -f "probe --quick wall %e s" "$GPUBASE" probe --quick --quiet --json \
-  -o "$OUTDIR/probe-quick.json" || status=1
+TIMEFORMAT="probe --quick wall %R s"
+time "$GPUBASE" probe --quick --quiet --json -o "$OUTDIR/probe-quick.json" || status=1
 
 if command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null; then
   step "side by side with PyTorch"
