@@ -37,7 +37,7 @@ gb::Result bf16(double tflops, std::optional<gb::Telemetry> t = clean_telemetry(
   return r;
 }
 
-const gb::Result& judged(gb::Run& run, gb::Result r) {
+gb::Result judged(gb::Run& run, gb::Result r) {
   run.results.push_back(std::move(r));
   gb::diagnose::apply_verdicts(run);
   return run.results.back();
@@ -51,7 +51,7 @@ bool contains(const std::string& text, const std::string& part) {
 
 TEST(Verdicts, GemmAt80PercentOfDatasheetPasses) {
   gb::Run run = h200_run();
-  const gb::Result& r = judged(run, bf16(0.80 * 989.4));
+  const gb::Result r = judged(run, bf16(0.80 * 989.4));
   EXPECT_EQ(r.status, gb::Status::pass);
   EXPECT_EQ(r.reason, "792 TFLOP/s = 80 % of datasheet 989, 100 % of achievable 792");
   EXPECT_TRUE(r.advice.empty());
@@ -59,7 +59,7 @@ TEST(Verdicts, GemmAt80PercentOfDatasheetPasses) {
 
 TEST(Verdicts, GemmAt40PercentOfDatasheetFailsWithAdvice) {
   gb::Run run = h200_run();
-  const gb::Result& r = judged(run, bf16(0.40 * 989.4));
+  const gb::Result r = judged(run, bf16(0.40 * 989.4));
   EXPECT_EQ(r.status, gb::Status::fail);
   EXPECT_TRUE(contains(r.reason, "40 % of datasheet 989, 50 % of achievable 792")) << r.reason;
   EXPECT_TRUE(contains(r.advice, "power limit")) << r.advice;
@@ -67,14 +67,14 @@ TEST(Verdicts, GemmAt40PercentOfDatasheetFailsWithAdvice) {
 
 TEST(Verdicts, GemmBetween75And90PercentOfAchievableWarns) {
   gb::Run run = h200_run();
-  const gb::Result& r = judged(run, bf16(0.80 * 791.5));
+  const gb::Result r = judged(run, bf16(0.80 * 791.5));
   EXPECT_EQ(r.status, gb::Status::warn);
   EXPECT_FALSE(r.advice.empty());
 }
 
 TEST(Verdicts, AddsDatasheetAndAchievableReferencesFromTheSpecTable) {
   gb::Run run = h200_run();
-  const gb::Result& r = judged(run, bf16(791));
+  const gb::Result r = judged(run, bf16(791));
   const gb::Reference* ds = r.find_reference("datasheet");
   const gb::Reference* ach = r.find_reference("achievable");
   ASSERT_NE(ds, nullptr);
@@ -116,7 +116,7 @@ TEST(Verdicts, ThermalSlowdownMakesTheResultInvalid) {
   t.throttle_reasons = 0x40;  // HwThermalSlowdown
   t.sm_clock_mhz_min = 1290;
   t.temp_c_max = 91;
-  const gb::Result& r = judged(run, bf16(600, t));
+  const gb::Result r = judged(run, bf16(600, t));
   EXPECT_EQ(r.status, gb::Status::invalid);
   EXPECT_TRUE(contains(r.reason, "hardware thermal slowdown")) << r.reason;
   EXPECT_TRUE(contains(r.reason, "SM clock fell to 1290 MHz of 1980 MHz max (-35 %)"))
@@ -138,7 +138,7 @@ TEST(Verdicts, PowerBrakeIsNamedInTheReason) {
   gb::Run run = h200_run();
   gb::Telemetry t = clean_telemetry();
   t.throttle_reasons = 0x80;
-  const gb::Result& r = judged(run, bf16(700, t));
+  const gb::Result r = judged(run, bf16(700, t));
   EXPECT_TRUE(contains(r.reason, "power brake")) << r.reason;
   EXPECT_TRUE(contains(r.advice, "power supply")) << r.advice;
 }
@@ -148,7 +148,7 @@ TEST(Verdicts, PowerCapIsANoteNotAnInvalidation) {
   gb::Telemetry t = clean_telemetry();
   t.throttle_reasons = 0x4;  // SwPowerCap
   t.power_w_mean = 690;
-  const gb::Result& r = judged(run, bf16(791, t));
+  const gb::Result r = judged(run, bf16(791, t));
   EXPECT_EQ(r.status, gb::Status::pass);
   EXPECT_TRUE(contains(r.reason, "ran at the power cap, 690 of 700 W")) << r.reason;
 }
@@ -157,7 +157,7 @@ TEST(Verdicts, IdleAndSyncBoostReasonsChangeNothing) {
   gb::Run run = h200_run();
   gb::Telemetry t = clean_telemetry();
   t.throttle_reasons = 0x1 | 0x10;
-  const gb::Result& r = judged(run, bf16(791, t));
+  const gb::Result r = judged(run, bf16(791, t));
   EXPECT_EQ(r.status, gb::Status::pass);
   EXPECT_FALSE(contains(r.reason, "power cap"));
 }
@@ -187,14 +187,14 @@ TEST(Verdicts, PinnedCopyIsJudgedAgainstTheLinkMaximum) {
 
 TEST(Verdicts, PageableCopyHasNoVerdict) {
   gb::Run run = h200_run();
-  const gb::Result& r = judged(
+  const gb::Result r = judged(
       run, gb::Result::measured("probe.pcie.h2d.pageable.gbps", "H2D pageable", "GB/s", {20.7}));
   EXPECT_EQ(r.status, gb::Status::info);
 }
 
 TEST(Verdicts, NormalLatencyStaysInfo) {
   gb::Run run = h200_run();
-  const gb::Result& r = judged(run, gb::Result::measured("probe.latency.launch_host.us",
+  const gb::Result r = judged(run, gb::Result::measured("probe.latency.launch_host.us",
                                                          "launch", "µs", {2.4}, false));
   EXPECT_EQ(r.status, gb::Status::info);
   EXPECT_TRUE(contains(r.reason, "on a healthy host")) << r.reason;
@@ -202,7 +202,7 @@ TEST(Verdicts, NormalLatencyStaysInfo) {
 
 TEST(Verdicts, FarOffLatencyWarns) {
   gb::Run run = h200_run();
-  const gb::Result& r = judged(run, gb::Result::measured("probe.latency.launch_host.us",
+  const gb::Result r = judged(run, gb::Result::measured("probe.latency.launch_host.us",
                                                          "launch", "µs", {45}, false));
   EXPECT_EQ(r.status, gb::Status::warn);
   EXPECT_FALSE(r.advice.empty());
@@ -210,7 +210,7 @@ TEST(Verdicts, FarOffLatencyWarns) {
 
 TEST(Verdicts, HostMemoryContentionWarns) {
   gb::Run run = h200_run();
-  const gb::Result& r = judged(
+  const gb::Result r = judged(
       run, gb::Result::measured("probe.host.h2d_slowdown.pct", "H2D slowdown", "%", {31}, false));
   EXPECT_EQ(r.status, gb::Status::warn);
 }

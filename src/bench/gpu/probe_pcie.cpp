@@ -252,15 +252,6 @@ Result pcie_result(const std::string& key, const std::string& label, std::vector
   return r;
 }
 
-// The same measurement under a sweep key (the headline size is also a sweep point).
-Result as_sweep_point(const Result& headline, const std::string& key, const std::string& label) {
-  Result r = headline;
-  r.key = key;
-  r.label = label;
-  r.param("same_measurement_as", headline.key);
-  return r;
-}
-
 void link_results(const ProbeContext& ctx, ResultSink& sink, const LinkMax& link,
                   const std::vector<sys::NvmlSample>& window,
                   const std::optional<sys::NvmlSample>& before,
@@ -420,10 +411,7 @@ void probe_pcie(const ProbeContext& ctx, ResultSink& sink) {
     add_link_reference(link, r, 1);
     r.telemetry = telemetry;
     sink.progress("pcie: " + r.label + ": " + fixed(*r.value, 1) + " GB/s");
-    Result sweep_point =
-        as_sweep_point(r, base + ".256MiB.gbps", std::string(dir_label(d)) + ", pinned, 256MiB");
-    sink.add(std::move(r));
-    sink.add(std::move(sweep_point));
+    sink.add(std::move(r));  // also the sweep's 256 MiB point: one key, not two
   }
 
   // Bidirectional: H2D on one stream and D2H on another at the same time; both directions
@@ -514,12 +502,9 @@ void probe_pcie(const ProbeContext& ctx, ResultSink& sink) {
                              "host clock around the copies and a stream synchronize");
       r.telemetry = telemetry;
       sink.progress("pcie: " + r.label + ": " + fixed(*r.value, 1) + " GB/s");
-      if (p.bytes == kHeadlineBytes) {
-        Result headline = r;
-        headline.key = base + ".gbps";
-        headline.label = std::string(dir_label(d)) + ", pageable, 256 MiB";
-        sink.add(std::move(headline));
-        r.param("same_measurement_as", base + ".gbps");
+      if (p.bytes == kHeadlineBytes) {  // the sweep's 256 MiB point is the headline key
+        r.key = base + ".gbps";
+        r.label = std::string(dir_label(d)) + ", pageable, 256 MiB";
       }
       sink.add(std::move(r));
     }
