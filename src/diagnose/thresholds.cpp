@@ -24,7 +24,7 @@ constexpr std::array<AchievableRule, 15> kAchievable{{
      "cuBLAS BF16 GEMM 8192^3 on H200: 793 of 989 TFLOP/s", Area::compute},
     {"probe.gemm.fp8.tflops", Basis::gemm_peak, Precision::fp8, 0.73,
      "cuBLASLt FP8 GEMM 8192^3 on H200: 1446 of 1979 TFLOP/s", Area::compute},
-    {"probe.gemm.int8.tops", Basis::gemm_peak, Precision::int8, 0.73,
+    {"probe.gemm.int8.tflops", Basis::gemm_peak, Precision::int8, 0.73,
      "same tensor-core rate and kernel family as FP8 (no measured figure yet)", Area::compute},
     // HBM, bytes counted as docs/results.md states (copy: read + write).
     {"probe.memory.read.gbps", Basis::memory_peak, Precision::fp32, 0.92,

@@ -243,7 +243,7 @@ TEST(Thresholds, EveryGemmPrecisionHasAnAchievableFraction) {
   for (const char* key : {"probe.gemm.fp64.tflops", "probe.gemm.fp32.tflops",
                           "probe.gemm.tf32.tflops", "probe.gemm.fp16.tflops",
                           "probe.gemm.bf16.tflops", "probe.gemm.fp8.tflops",
-                          "probe.gemm.int8.tops"}) {
+                          "probe.gemm.int8.tflops"}) {
     const auto* rule = gb::diagnose::find_achievable_rule(key);
     ASSERT_NE(rule, nullptr) << key;
     EXPECT_GT(rule->fraction, 0.5) << key;
