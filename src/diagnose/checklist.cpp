@@ -47,16 +47,6 @@ bool worse(const Result* a, const Result* b) {
   return achievable_ratio(*a).value_or(2.0) < achievable_ratio(*b).value_or(2.0);
 }
 
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (const auto& p : parts) {
-    if (p.empty()) continue;
-    if (!out.empty()) out += sep;
-    out += p;
-  }
-  return out;
-}
-
 std::optional<ChecklistRow> card_speed_row(const Run& run) {
   ChecklistRow row;
   row.id = "card_speed";

@@ -60,4 +60,14 @@ LinkText parse_link(std::string_view text) {
   return link;
 }
 
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (p.empty()) continue;
+    if (!out.empty()) out += sep;
+    out += p;
+  }
+  return out;
+}
+
 }  // namespace gb::diagnose

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gb::diagnose {
 
@@ -23,5 +24,7 @@ struct LinkText {
   std::optional<int> width;
 };
 LinkText parse_link(std::string_view text);
+// Non-empty parts joined with sep.
+std::string join(const std::vector<std::string>& parts, const std::string& sep);
 
 }  // namespace gb::diagnose

@@ -34,16 +34,6 @@ constexpr std::array<SlowdownReason, 4> kSlowdowns{{
      "BMC/rack power capping"},
 }};
 
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (const auto& p : parts) {
-    if (p.empty()) continue;
-    if (!out.empty()) out += sep;
-    out += p;
-  }
-  return out;
-}
-
 std::string clock_drop(const Telemetry& t, const RunFacts& facts) {
   const std::optional<double> top = facts.sm_clock_max_mhz ? facts.sm_clock_max_mhz
                                                            : t.sm_clock_mhz_max;

@@ -21,38 +21,16 @@ float Event::elapsed_ms(const Event& start, const Event& stop) {
   return ms;
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  if (bytes > 0) GB_CHECK_CUDA(cudaMalloc(&ptr_, bytes));
+void* DeviceAllocator::allocate(std::size_t bytes, unsigned /*flags*/) {
+  void* p = nullptr;
+  GB_CHECK_CUDA(cudaMalloc(&p, bytes));
+  return p;
 }
 
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (ptr_) GB_CHECK_CUDA_NOTHROW(cudaFree(ptr_));
-    ptr_ = std::exchange(o.ptr_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
-}
-
-DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) GB_CHECK_CUDA_NOTHROW(cudaFree(ptr_));
-}
-
-PinnedBuffer::PinnedBuffer(std::size_t bytes, unsigned flags) : bytes_(bytes) {
-  if (bytes > 0) GB_CHECK_CUDA(cudaHostAlloc(&ptr_, bytes, flags));
-}
-
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
-  if (this != &o) {
-    if (ptr_) GB_CHECK_CUDA_NOTHROW(cudaFreeHost(ptr_));
-    ptr_ = std::exchange(o.ptr_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
-}
-
-PinnedBuffer::~PinnedBuffer() {
-  if (ptr_) GB_CHECK_CUDA_NOTHROW(cudaFreeHost(ptr_));
+void* PinnedAllocator::allocate(std::size_t bytes, unsigned flags) {
+  void* p = nullptr;
+  GB_CHECK_CUDA(cudaHostAlloc(&p, bytes, flags));
+  return p;
 }
 
 CublasLtHandle CublasLtHandle::create() {

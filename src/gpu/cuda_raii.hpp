@@ -58,17 +58,29 @@ class Event : public UniqueHandle<cudaEvent_t, Event> {
   using UniqueHandle::UniqueHandle;
 };
 
-// Device memory, bytes. Typed access through as<T>().
-class DeviceBuffer {
+// Owner of a block of memory from one CUDA allocator; Allocator supplies allocate(bytes, flags)
+// and release(ptr) (no-throw). Typed access through as<T>().
+template <typename Allocator>
+class MemoryBuffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes);
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept
+  MemoryBuffer() = default;
+  explicit MemoryBuffer(std::size_t bytes, unsigned flags = 0)
+      : ptr_(bytes > 0 ? Allocator::allocate(bytes, flags) : nullptr), bytes_(bytes) {}
+  MemoryBuffer(const MemoryBuffer&) = delete;
+  MemoryBuffer& operator=(const MemoryBuffer&) = delete;
+  MemoryBuffer(MemoryBuffer&& o) noexcept
       : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  ~DeviceBuffer();
+  MemoryBuffer& operator=(MemoryBuffer&& o) noexcept {
+    if (this != &o) {
+      if (ptr_) Allocator::release(ptr_);
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  ~MemoryBuffer() {
+    if (ptr_) Allocator::release(ptr_);
+  }
   void* data() const { return ptr_; }
   template <typename T>
   T* as() const {
@@ -81,28 +93,20 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
-// Page-locked host memory (cudaHostAlloc), for full-speed DMA over PCIe.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t bytes, unsigned flags = cudaHostAllocDefault);
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  PinnedBuffer(PinnedBuffer&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
-  ~PinnedBuffer();
-  void* data() const { return ptr_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
+struct DeviceAllocator {
+  static void* allocate(std::size_t bytes, unsigned flags);  // cudaMalloc; flags unused
+  static void release(void* p) noexcept { GB_CHECK_CUDA_NOTHROW(cudaFree(p)); }
 };
+
+// Page-locked host memory (cudaHostAlloc with flags, default cudaHostAllocDefault), for
+// full-speed DMA over PCIe.
+struct PinnedAllocator {
+  static void* allocate(std::size_t bytes, unsigned flags);
+  static void release(void* p) noexcept { GB_CHECK_CUDA_NOTHROW(cudaFreeHost(p)); }
+};
+
+using DeviceBuffer = MemoryBuffer<DeviceAllocator>;
+using PinnedBuffer = MemoryBuffer<PinnedAllocator>;
 
 class CublasLtHandle : public UniqueHandle<cublasLtHandle_t, CublasLtHandle> {
  public:
