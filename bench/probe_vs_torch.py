@@ -33,21 +33,49 @@ def bench_ms(fn, warmup=3, reps=10):
     return times[len(times) // 2]
 
 
-def gemm_tflops(dtype, n=8192, tf32=False):
-    torch.backends.cuda.matmul.allow_tf32 = tf32
+def sustained_ms(fn, load_s=1.5, keep_s=0.5):
+    """Back-to-back for load_s seconds; median per-call time over the last keep_s (the regime a
+    long training run sees once the power controller holds the card at its cap)."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.time()
+    times = []
+    while time.time() - t0 < load_s:
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            fn()
+        stop.record()
+        stop.synchronize()
+        if time.time() - t0 > load_s - keep_s:
+            times.append(start.elapsed_time(stop) / 5)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def gemm_fn(dtype, n=8192):
+    if dtype == torch.float8_e4m3fn:
+        a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major B
+        one = torch.tensor(1.0, device="cuda")
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
     a = torch.randn(n, n, device="cuda", dtype=torch.float32).to(dtype)
     b = torch.randn(n, n, device="cuda", dtype=torch.float32).to(dtype)
-    ms = bench_ms(lambda: torch.mm(a, b))
+    return lambda: torch.mm(a, b)
+
+
+def gemm_tflops(dtype, n=8192, tf32=False, sustained=False):
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    fn = gemm_fn(dtype, n)
+    time.sleep(0.25)  # same idle gap as gpubase's burst protocol
+    ms = sustained_ms(fn) if sustained else bench_ms(fn)
     torch.backends.cuda.matmul.allow_tf32 = False
     return 2 * n ** 3 / (ms * 1e-3) / 1e12
 
 
-def fp8_tflops(n=8192):
-    a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
-    b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major B
-    one = torch.tensor(1.0, device="cuda")
-    ms = bench_ms(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
-    return 2 * n ** 3 / (ms * 1e-3) / 1e12
+def fp8_tflops(n=8192, sustained=False):
+    return gemm_tflops(torch.float8_e4m3fn, n, sustained=sustained)
 
 
 def copy_gbps(nbytes=2 << 30):
@@ -91,6 +119,16 @@ def main():
         ("GEMM FP16 8192^3", "probe.gemm.fp16.tflops", lambda: gemm_tflops(torch.float16), "TFLOP/s", 1.0),
         ("GEMM BF16 8192^3", "probe.gemm.bf16.tflops", lambda: gemm_tflops(torch.bfloat16), "TFLOP/s", 1.0),
         ("GEMM FP8 8192^3", "probe.gemm.fp8.tflops", fp8_tflops, "TFLOP/s", 1.0),
+        ("GEMM FP32 sustained", "probe.gemm.fp32.sustained.tflops",
+         lambda: gemm_tflops(torch.float32, sustained=True), "TFLOP/s", 1.0),
+        ("GEMM TF32 sustained", "probe.gemm.tf32.sustained.tflops",
+         lambda: gemm_tflops(torch.float32, tf32=True, sustained=True), "TFLOP/s", 1.0),
+        ("GEMM FP16 sustained", "probe.gemm.fp16.sustained.tflops",
+         lambda: gemm_tflops(torch.float16, sustained=True), "TFLOP/s", 1.0),
+        ("GEMM BF16 sustained", "probe.gemm.bf16.sustained.tflops",
+         lambda: gemm_tflops(torch.bfloat16, sustained=True), "TFLOP/s", 1.0),
+        ("GEMM FP8 sustained", "probe.gemm.fp8.sustained.tflops",
+         lambda: fp8_tflops(sustained=True), "TFLOP/s", 1.0),
         ("HBM copy (r+w)", "probe.memory.copy.gbps", copy_gbps, "GB/s", 1.0),
         ("HBM read", "probe.memory.read.gbps", read_gbps, "GB/s", None),
         ("H2D pinned 256 MiB", "probe.pcie.h2d.pinned.gbps", lambda: pcie_gbps("h2d"), "GB/s", None),

@@ -30,6 +30,17 @@ step "probe --quick"
 TIMEFORMAT="probe --quick wall %R s"
 time "$GPUBASE" probe --quick --quiet --json -o "$OUTDIR/probe-quick.json" || status=1
 
+step "Ctrl-C during a run keeps what was measured"
+timeout -s INT 6 "$GPUBASE" probe --quiet --json -o "$OUTDIR/interrupted.json"
+rc=$?
+echo "exit code after SIGINT: $rc (expected 130)"
+[[ $rc == 130 ]] || status=1
+grep -c '"key": "probe\.' "$OUTDIR/interrupted.json" | sed 's/^/results kept: /'
+
+step "baseline --quick (saved under a scratch GPUBASE_HOME)"
+GPUBASE_HOME=$(mktemp -d) "$GPUBASE" baseline --quick --quiet --no-color | tail -25
+[[ ${PIPESTATUS[0]} -le 1 ]] || status=1
+
 if command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null; then
   step "side by side with PyTorch"
   python3 "$ROOT/bench/probe_vs_torch.py" --gpubase "$OUTDIR/probe.json" \
