@@ -5,6 +5,10 @@
 // latency (~0.7 us) is ~3.4 MB that must be in flight, ~26 KB per SM over 132 SMs. A full SM
 // (2048 threads) with 4 independent 16-byte loads per thread has 128 KB in flight: plenty, so
 // the unroll by 4 and full occupancy are what keep HBM busy, not any cleverness.
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -72,40 +76,197 @@ __device__ inline uint4 pattern_vector(std::size_t first, std::uint32_t seed) {
                     pattern_u32(first + 2, seed), pattern_u32(first + 3, seed));
 }
 
-__global__ void write_kernel(uint4* __restrict__ dst, std::size_t nvec,
-                             std::uint32_t* __restrict__ tail, std::size_t ntail,
-                             std::uint32_t seed) {
-  const std::size_t stride = grid_threads();
-  std::size_t i = global_thread_index();
-  for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
-    dst[i] = pattern_vector(4 * i, seed);
-    dst[i + stride] = pattern_vector(4 * (i + stride), seed);
-    dst[i + 2 * stride] = pattern_vector(4 * (i + 2 * stride), seed);
-    dst[i + 3 * stride] = pattern_vector(4 * (i + 3 * stride), seed);
-  }
-  for (; i < nvec; i += stride) dst[i] = pattern_vector(4 * i, seed);
-  const std::size_t t = global_thread_index();
-  if (t < ntail) tail[t] = pattern_u32(4 * nvec + t, seed);
+// --- write and copy variants (KernelVariant in membw.hpp) -----------------------------------
+// Napkin math (H200): a 2 GiB copy moves 4.29 GB (read + write); at the 4.25 TB/s of
+// cudaMemcpy D2D / torch copy_ that is 1.01 ms, at our old 3.95 TB/s 1.09 ms. Triad (2 reads +
+// 1 write) already streams at 4.16 TB/s, so HBM is not the limit: the access pattern is. The
+// variants differ only in how they walk the buffer and in cache hints; the probe keeps the
+// fastest. A one-shot tiled grid over 2 GiB at 256 threads x 4 vectors is 131072 blocks of
+// 16 KB each: the block scheduler hands out tiles roughly in address order, so the DRAM pages
+// being read and written at any moment are few and close together.
+//
+// Registers (ptxas -v, sm_90): copy grid_stride u8 normal 32, u8 streaming 56, tiled u8 normal
+// 48, tiled u8 streaming 64. "normal" loads are ld.global.nc (const __restrict__), which ptxas
+// may sink past stores: at 32 registers grid_stride/u8/normal cannot hold 8 vectors at once,
+// so it keeps fewer than 8 loads in flight. Streaming loads (ld.global.cs) are coherent and stay
+// ahead of the stores as written: all 8 in flight. At 64 registers a tiled u8 streaming block
+// of 1024 threads still fits (1024 resident threads per SM, 128 KB in flight).
+
+template <bool Streaming>
+__device__ inline uint4 load_vec(const uint4* p) {
+  if constexpr (Streaming)
+    return __ldcs(p);
+  else
+    return *p;
 }
 
-__global__ void copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst,
-                            std::size_t nvec, const std::uint32_t* __restrict__ src_tail,
-                            std::uint32_t* __restrict__ dst_tail, std::size_t ntail) {
+template <bool Streaming>
+__device__ inline void store_vec(uint4* p, uint4 v) {
+  if constexpr (Streaming)
+    __stcs(p, v);
+  else
+    *p = v;
+}
+
+template <bool Streaming>
+__device__ inline void store_u32(std::uint32_t* p, std::uint32_t v) {
+  if constexpr (Streaming)
+    __stcs(reinterpret_cast<unsigned int*>(p), static_cast<unsigned int>(v));
+  else
+    *p = v;
+}
+
+// Grid-stride write: Unroll stores per thread per iteration, then single vectors, then the tail.
+template <int Unroll, bool Streaming>
+__global__ void write_grid_stride_kernel(uint4* __restrict__ dst, std::size_t nvec,
+                                         std::uint32_t* __restrict__ tail, std::size_t ntail,
+                                         std::uint32_t seed) {
   const std::size_t stride = grid_threads();
   std::size_t i = global_thread_index();
-  for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
-    const uint4 v0 = src[i];
-    const uint4 v1 = src[i + stride];
-    const uint4 v2 = src[i + 2 * stride];
-    const uint4 v3 = src[i + 3 * stride];
-    dst[i] = v0;
-    dst[i + stride] = v1;
-    dst[i + 2 * stride] = v2;
-    dst[i + 3 * stride] = v3;
+  for (; i + (Unroll - 1) * stride < nvec; i += Unroll * stride) {
+#pragma unroll
+    for (int j = 0; j < Unroll; ++j) {
+      const std::size_t k = i + j * stride;
+      store_vec<Streaming>(dst + k, pattern_vector(4 * k, seed));
+    }
   }
-  for (; i < nvec; i += stride) dst[i] = src[i];
+  for (; i < nvec; i += stride) store_vec<Streaming>(dst + i, pattern_vector(4 * i, seed));
   const std::size_t t = global_thread_index();
-  if (t < ntail) dst_tail[t] = src_tail[t];
+  if (t < ntail) store_u32<Streaming>(tail + t, pattern_u32(4 * nvec + t, seed));
+}
+
+// Tiled write: block b writes tiles b, b + gridDim.x, ... of blockDim.x x Unroll vectors; vector
+// j of thread t in a tile is tile_base + j * blockDim.x + t (warp-contiguous). Full tiles skip
+// the bounds checks; the last, partial tile checks each vector.
+template <int Unroll, bool Streaming>
+__global__ void write_tiled_kernel(uint4* __restrict__ dst, std::size_t nvec,
+                                   std::uint32_t* __restrict__ tail, std::size_t ntail,
+                                   std::uint32_t seed) {
+  const std::size_t tile = static_cast<std::size_t>(blockDim.x) * Unroll;
+  for (std::size_t base = blockIdx.x * tile; base < nvec;
+       base += static_cast<std::size_t>(gridDim.x) * tile) {
+    const std::size_t first = base + threadIdx.x;
+    if (base + tile <= nvec) {
+#pragma unroll
+      for (int j = 0; j < Unroll; ++j) {
+        const std::size_t k = first + static_cast<std::size_t>(j) * blockDim.x;
+        store_vec<Streaming>(dst + k, pattern_vector(4 * k, seed));
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < Unroll; ++j) {
+        const std::size_t k = first + static_cast<std::size_t>(j) * blockDim.x;
+        if (k < nvec) store_vec<Streaming>(dst + k, pattern_vector(4 * k, seed));
+      }
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x < ntail)
+    store_u32<Streaming>(tail + threadIdx.x, pattern_u32(4 * nvec + threadIdx.x, seed));
+}
+
+// Grid-stride copy: the Unroll loads of an iteration all go out before the first store (the
+// values sit in registers; __restrict__ lets the compiler keep that order), then single
+// vectors, then the tail.
+template <int Unroll, bool Streaming>
+__global__ void copy_grid_stride_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst,
+                                        std::size_t nvec,
+                                        const std::uint32_t* __restrict__ src_tail,
+                                        std::uint32_t* __restrict__ dst_tail, std::size_t ntail) {
+  const std::size_t stride = grid_threads();
+  std::size_t i = global_thread_index();
+  for (; i + (Unroll - 1) * stride < nvec; i += Unroll * stride) {
+    uint4 v[Unroll];
+#pragma unroll
+    for (int j = 0; j < Unroll; ++j) v[j] = load_vec<Streaming>(src + i + j * stride);
+#pragma unroll
+    for (int j = 0; j < Unroll; ++j) store_vec<Streaming>(dst + i + j * stride, v[j]);
+  }
+  for (; i < nvec; i += stride) store_vec<Streaming>(dst + i, load_vec<Streaming>(src + i));
+  const std::size_t t = global_thread_index();
+  if (t < ntail) store_u32<Streaming>(dst_tail + t, src_tail[t]);
+}
+
+// Tiled copy (one-shot with tiled_grid_blocks blocks): layout as write_tiled_kernel, all loads
+// of a tile before any store.
+template <int Unroll, bool Streaming>
+__global__ void copy_tiled_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst,
+                                  std::size_t nvec, const std::uint32_t* __restrict__ src_tail,
+                                  std::uint32_t* __restrict__ dst_tail, std::size_t ntail) {
+  const std::size_t tile = static_cast<std::size_t>(blockDim.x) * Unroll;
+  for (std::size_t base = blockIdx.x * tile; base < nvec;
+       base += static_cast<std::size_t>(gridDim.x) * tile) {
+    const std::size_t first = base + threadIdx.x;
+    uint4 v[Unroll];
+    if (base + tile <= nvec) {
+#pragma unroll
+      for (int j = 0; j < Unroll; ++j)
+        v[j] = load_vec<Streaming>(src + first + static_cast<std::size_t>(j) * blockDim.x);
+#pragma unroll
+      for (int j = 0; j < Unroll; ++j)
+        store_vec<Streaming>(dst + first + static_cast<std::size_t>(j) * blockDim.x, v[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < Unroll; ++j) {
+        const std::size_t k = first + static_cast<std::size_t>(j) * blockDim.x;
+        if (k < nvec) v[j] = load_vec<Streaming>(src + k);
+      }
+#pragma unroll
+      for (int j = 0; j < Unroll; ++j) {
+        const std::size_t k = first + static_cast<std::size_t>(j) * blockDim.x;
+        if (k < nvec) store_vec<Streaming>(dst + k, v[j]);
+      }
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x < ntail)
+    store_u32<Streaming>(dst_tail + threadIdx.x, src_tail[threadIdx.x]);
+}
+
+using WriteFn = void (*)(uint4*, std::size_t, std::uint32_t*, std::size_t, std::uint32_t);
+using CopyFn = void (*)(const uint4*, uint4*, std::size_t, const std::uint32_t*, std::uint32_t*,
+                        std::size_t);
+
+// The one list of write/copy variants: kernel_variants() returns it, and the dispatch below
+// covers exactly these (it throws for anything else).
+constexpr KernelVariant kWriteCopyVariants[] = {
+    {MemAccess::grid_stride, 4, CacheHint::normal},  // the original kernels: default first
+    {MemAccess::grid_stride, 8, CacheHint::normal},
+    {MemAccess::grid_stride, 4, CacheHint::streaming},
+    {MemAccess::grid_stride, 8, CacheHint::streaming},
+    {MemAccess::tiled, 4, CacheHint::normal},
+    {MemAccess::tiled, 8, CacheHint::normal},
+    {MemAccess::tiled, 4, CacheHint::streaming},
+    {MemAccess::tiled, 8, CacheHint::streaming},
+};
+
+[[noreturn]] void unsupported(const char* kernel, KernelVariant v) {
+  throw Error(ErrorKind::runtime,
+              std::string("membw: ") + kernel + " has no variant " + variant_name(v));
+}
+
+template <int Unroll, bool Streaming>
+WriteFn write_fn(MemAccess a) {
+  return a == MemAccess::tiled ? write_tiled_kernel<Unroll, Streaming>
+                               : write_grid_stride_kernel<Unroll, Streaming>;
+}
+
+template <int Unroll, bool Streaming>
+CopyFn copy_fn(MemAccess a) {
+  return a == MemAccess::tiled ? copy_tiled_kernel<Unroll, Streaming>
+                               : copy_grid_stride_kernel<Unroll, Streaming>;
+}
+
+WriteFn write_function(KernelVariant v) {
+  const bool s = v.hint == CacheHint::streaming;
+  if (v.unroll == 4) return s ? write_fn<4, true>(v.access) : write_fn<4, false>(v.access);
+  if (v.unroll == 8) return s ? write_fn<8, true>(v.access) : write_fn<8, false>(v.access);
+  unsupported("write", v);
+}
+
+CopyFn copy_function(KernelVariant v) {
+  const bool s = v.hint == CacheHint::streaming;
+  if (v.unroll == 4) return s ? copy_fn<4, true>(v.access) : copy_fn<4, false>(v.access);
+  if (v.unroll == 8) return s ? copy_fn<8, true>(v.access) : copy_fn<8, false>(v.access);
+  unsupported("copy", v);
 }
 
 __device__ inline float4 triad4(float4 b, float4 c, float s) {
@@ -185,27 +346,48 @@ std::uint32_t expected_pattern_sum(std::size_t n, std::uint32_t seed) {
          static_cast<std::uint32_t>(n64) * seed;
 }
 
-int blocks_per_sm(MemKernel k, int threads) {
+std::string variant_name(KernelVariant v) {
+  return std::string(v.access == MemAccess::tiled ? "tiled" : "grid_stride") + "/u" +
+         std::to_string(v.unroll) + "/" + (v.hint == CacheHint::streaming ? "streaming" : "normal");
+}
+
+std::vector<KernelVariant> kernel_variants(MemKernel k) {
+  if (k == MemKernel::write || k == MemKernel::copy)
+    return {std::begin(kWriteCopyVariants), std::end(kWriteCopyVariants)};
+  return {KernelVariant{}};
+}
+
+int blocks_per_sm(MemKernel k, int threads, KernelVariant v) {
   int blocks = 0;
   switch (k) {
     case MemKernel::read:
+      if (!(v == KernelVariant{})) unsupported("read", v);
       GB_CHECK_CUDA(
           cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, read_kernel, threads, 0));
       break;
     case MemKernel::write:
       GB_CHECK_CUDA(
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, write_kernel, threads, 0));
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, write_function(v), threads, 0));
       break;
     case MemKernel::copy:
       GB_CHECK_CUDA(
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, copy_kernel, threads, 0));
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, copy_function(v), threads, 0));
       break;
     case MemKernel::triad:
+      if (!(v == KernelVariant{})) unsupported("triad", v);
       GB_CHECK_CUDA(
           cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, triad_kernel, threads, 0));
       break;
   }
   return blocks;
+}
+
+int tiled_grid_blocks(std::size_t n, int threads, int unroll) {
+  const std::size_t tile = static_cast<std::size_t>(std::max(threads, 1)) *
+                           static_cast<std::size_t>(std::max(unroll, 1));
+  const std::size_t tiles = (n / 4 + tile - 1) / tile;
+  constexpr auto kMax = static_cast<std::size_t>(std::numeric_limits<int>::max());
+  return static_cast<int>(std::clamp<std::size_t>(tiles, 1, kMax));
 }
 
 void fill_pattern_u32(std::uint32_t* dst, std::size_t n, std::uint32_t seed, cudaStream_t stream) {
@@ -233,24 +415,26 @@ void launch_read(const std::uint32_t* src, std::size_t n, std::uint32_t* partial
 }
 
 void launch_write(std::uint32_t* dst, std::size_t n, std::uint32_t seed, LaunchShape shape,
-                  cudaStream_t stream) {
+                  cudaStream_t stream, KernelVariant variant) {
   require_shape(shape);
   require_aligned(dst, "write destination");
+  const WriteFn kernel = write_function(variant);
   const std::size_t nvec = n / 4;
-  write_kernel<<<shape.blocks, shape.threads, 0, stream>>>(reinterpret_cast<uint4*>(dst), nvec,
-                                                           dst + 4 * nvec, n % 4, seed);
+  kernel<<<shape.blocks, shape.threads, 0, stream>>>(reinterpret_cast<uint4*>(dst), nvec,
+                                                     dst + 4 * nvec, n % 4, seed);
   GB_CHECK_LAUNCH();
 }
 
 void launch_copy(const std::uint32_t* src, std::uint32_t* dst, std::size_t n, LaunchShape shape,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, KernelVariant variant) {
   require_shape(shape);
   require_aligned(src, "copy source");
   require_aligned(dst, "copy destination");
+  const CopyFn kernel = copy_function(variant);
   const std::size_t nvec = n / 4;
-  copy_kernel<<<shape.blocks, shape.threads, 0, stream>>>(reinterpret_cast<const uint4*>(src),
-                                                          reinterpret_cast<uint4*>(dst), nvec,
-                                                          src + 4 * nvec, dst + 4 * nvec, n % 4);
+  kernel<<<shape.blocks, shape.threads, 0, stream>>>(reinterpret_cast<const uint4*>(src),
+                                                     reinterpret_cast<uint4*>(dst), nvec,
+                                                     src + 4 * nvec, dst + 4 * nvec, n % 4);
   GB_CHECK_LAUNCH();
 }
 

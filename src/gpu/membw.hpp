@@ -2,9 +2,13 @@
 // they are checked with, and the memcpy helpers the PCIe and host probes time. Kernels live in
 // membw.cu; this header is plain C++ so host code (bench/gpu/*.cpp) includes it without nvcc.
 //
-// Every kernel moves 16-byte vectors (uint4/float4) through a grid-stride loop with four
-// independent loads in flight per thread, and handles the n % 4 tail elements with scalar
-// accesses, so any element count works. Pointers must be 16-byte aligned (cudaMalloc gives 256).
+// Every kernel moves 16-byte vectors (uint4/float4) and handles the n % 4 tail elements with
+// scalar accesses, so any element count works. Pointers must be 16-byte aligned (cudaMalloc
+// gives 256). Read and triad use one access pattern (a persistent grid-stride loop, four
+// independent loads in flight per thread); write and copy come in several variants (KernelVariant
+// below: grid-stride or one-shot tiles, unroll 4 or 8, normal or streaming cache hints) that the
+// probe sweeps, keeping the fastest. Every variant is correct for any element count and any
+// launch shape; only the speed differs.
 //
 // Byte accounting (what a GB/s figure divides by), n = elements, 4 bytes each:
 //   read  : 4n        (each element loaded once; one 4-byte partial sum per block is written)
@@ -17,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #if defined(__CUDACC__)
 #define GB_HOST_DEVICE __host__ __device__
@@ -54,9 +60,46 @@ struct LaunchShape {
   int threads = 0;
 };
 
-// Blocks of `threads` threads that fit on one SM at once for kernel k (occupancy API), so a
-// persistent grid is sm_count x blocks_per_sm(k, threads).
-int blocks_per_sm(MemKernel k, int threads);
+// How a write or copy kernel walks the buffer (read and triad ignore this: always the default).
+enum class MemAccess {
+  // Persistent grid (sm_count x blocks_per_sm blocks); each thread strides over the buffer by
+  // the whole grid, `unroll` 16-byte vectors per iteration, all loads issued before any store.
+  grid_stride,
+  // One-shot tiles, like PyTorch's vectorized elementwise kernels: block b copies tile b of
+  // threads x unroll vectors (vector j of thread t is tile_base + j * threads + t, so each warp
+  // instruction covers 512 contiguous bytes), all loads before any store. With
+  // tiled_grid_blocks(...) blocks every block does exactly one tile; a smaller grid loops over
+  // tiles (grid-stride by tile), so any launch shape is still correct.
+  tiled,
+};
+
+enum class CacheHint {
+  normal,     // plain ld.global / st.global
+  streaming,  // __ldcs / __stcs (ld.global.cs / st.global.cs: evict-first, touched once)
+};
+
+struct KernelVariant {
+  MemAccess access = MemAccess::grid_stride;
+  int unroll = 4;  // 16-byte vectors per thread per iteration (tile): 4 or 8
+  CacheHint hint = CacheHint::normal;
+  friend bool operator==(const KernelVariant&, const KernelVariant&) = default;
+};
+
+// Short name, e.g. "grid_stride/u4/normal" or "tiled/u8/streaming".
+std::string variant_name(KernelVariant v);
+
+// Every variant the write and copy kernels support (the default first); read and triad support
+// only the default KernelVariant{}.
+std::vector<KernelVariant> kernel_variants(MemKernel k);
+
+// Blocks of `threads` threads that fit on one SM at once for kernel k in variant v (occupancy
+// API), so a persistent grid is sm_count x blocks_per_sm(k, threads, v). Throws for a variant
+// the kernel does not support.
+int blocks_per_sm(MemKernel k, int threads, KernelVariant v = {});
+
+// Blocks for a one-shot tiled launch over n 4-byte elements: one tile of threads x unroll
+// 16-byte vectors per block (at least 1, at most INT_MAX).
+int tiled_grid_blocks(std::size_t n, int threads, int unroll);
 
 // --- kernels (asynchronous on `stream`; launch errors are checked) --------------------------
 void fill_pattern_u32(std::uint32_t* dst, std::size_t n, std::uint32_t seed, cudaStream_t stream);
@@ -69,10 +112,10 @@ void launch_read(const std::uint32_t* src, std::size_t n, std::uint32_t* partial
                  LaunchShape shape, cudaStream_t stream);
 // dst[i] = pattern_u32(i, seed).
 void launch_write(std::uint32_t* dst, std::size_t n, std::uint32_t seed, LaunchShape shape,
-                  cudaStream_t stream);
+                  cudaStream_t stream, KernelVariant variant = {});
 // dst[i] = src[i].
 void launch_copy(const std::uint32_t* src, std::uint32_t* dst, std::size_t n, LaunchShape shape,
-                 cudaStream_t stream);
+                 cudaStream_t stream, KernelVariant variant = {});
 // a[i] = b[i] + s * c[i].
 void launch_triad(float* a, const float* b, const float* c, float s, std::size_t n,
                   LaunchShape shape, cudaStream_t stream);

@@ -1,10 +1,14 @@
 // tests/gpu/test_membw.cpp: every bandwidth kernel against a CPU reference on small sizes,
 // including sizes that are not a multiple of the 4-element vector (the scalar tail) and grids
-// that are larger or smaller than the work; the pattern helpers; the memcpy helpers.
+// that are larger or smaller than the work, for every write/copy KernelVariant (grid-stride and
+// one-shot tiled, unroll 4 and 8, normal and streaming hints); the pattern helpers; the memcpy
+// helpers.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <random>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -26,6 +30,19 @@ bool has_gpu() {
 const std::size_t kSizes[] = {0, 1, 2, 3, 4, 5, 7, 8, 31, 1000, 4097, 65539, (1u << 20) + 3};
 // A tiny grid (many iterations per thread), an odd one, and one with more threads than work.
 const LaunchShape kShapes[] = {{1, 32}, {7, 96}, {264, 256}};
+// The shapes a variant is tested with: kShapes plus the one-shot tiled grid for n (exactly one
+// tile per block for a tiled variant; a grid-stride variant must cope with it too).
+std::vector<LaunchShape> shapes_for(std::size_t n, const KernelVariant& v) {
+  std::vector<LaunchShape> out(std::begin(kShapes), std::end(kShapes));
+  out.push_back({tiled_grid_blocks(n, 128, v.unroll), 128});
+  return out;
+}
+
+std::string describe(const KernelVariant& v, LaunchShape shape, std::size_t n) {
+  return variant_name(v) + ", " + std::to_string(shape.blocks) + " x " +
+         std::to_string(shape.threads) + ", n = " + std::to_string(n);
+}
+
 constexpr std::size_t kCanary = 8;  // elements after the end that must stay untouched
 constexpr std::uint32_t kCanaryValue = 0xDEADBEEFu;
 
@@ -125,33 +142,69 @@ TEST(MembwRead, DeviceChecksumMatchesClosedForm) {
 
 TEST(MembwWrite, WritesThePatternAndNothingPastTheEnd) {
   REQUIRE_GPU();
-  for (const std::size_t n : kSizes) {
-    for (const LaunchShape shape : kShapes) {
-      DeviceBuffer dst = upload(with_canary(std::vector<std::uint32_t>(n, 0)));
-      launch_write(dst.as<std::uint32_t>(), n, 1234, shape, nullptr);
-      GB_CHECK_CUDA(cudaDeviceSynchronize());
-      const auto h = download<std::uint32_t>(dst, n + kCanary);
-      for (std::size_t i = 0; i < n; ++i)
-        ASSERT_EQ(h[i], pattern_u32(i, 1234)) << "n = " << n << ", i = " << i;
-      expect_canary(h, n);
+  for (const KernelVariant& v : kernel_variants(MemKernel::write)) {
+    for (const std::size_t n : kSizes) {
+      for (const LaunchShape shape : shapes_for(n, v)) {
+        DeviceBuffer dst = upload(with_canary(std::vector<std::uint32_t>(n, 0)));
+        launch_write(dst.as<std::uint32_t>(), n, 1234, shape, nullptr, v);
+        GB_CHECK_CUDA(cudaDeviceSynchronize());
+        const auto h = download<std::uint32_t>(dst, n + kCanary);
+        for (std::size_t i = 0; i < n; ++i)
+          ASSERT_EQ(h[i], pattern_u32(i, 1234)) << describe(v, shape, n) << ", i = " << i;
+        expect_canary(h, n);
+      }
     }
   }
 }
 
 TEST(MembwCopy, CopiesEveryElementAndNothingPastTheEnd) {
   REQUIRE_GPU();
-  for (const std::size_t n : kSizes) {
-    const auto host = random_u32(n, 17);
-    const DeviceBuffer src = upload(with_canary(host));
-    for (const LaunchShape shape : kShapes) {
-      DeviceBuffer dst = upload(with_canary(std::vector<std::uint32_t>(n, 0)));
-      launch_copy(src.as<std::uint32_t>(), dst.as<std::uint32_t>(), n, shape, nullptr);
-      GB_CHECK_CUDA(cudaDeviceSynchronize());
-      const auto h = download<std::uint32_t>(dst, n + kCanary);
-      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(h[i], host[i]) << "n = " << n << ", i = " << i;
-      expect_canary(h, n);
+  for (const KernelVariant& v : kernel_variants(MemKernel::copy)) {
+    for (const std::size_t n : kSizes) {
+      const auto host = random_u32(n, 17);
+      const DeviceBuffer src = upload(with_canary(host));
+      for (const LaunchShape shape : shapes_for(n, v)) {
+        DeviceBuffer dst = upload(with_canary(std::vector<std::uint32_t>(n, 0)));
+        launch_copy(src.as<std::uint32_t>(), dst.as<std::uint32_t>(), n, shape, nullptr, v);
+        GB_CHECK_CUDA(cudaDeviceSynchronize());
+        const auto h = download<std::uint32_t>(dst, n + kCanary);
+        for (std::size_t i = 0; i < n; ++i)
+          ASSERT_EQ(h[i], host[i]) << describe(v, shape, n) << ", i = " << i;
+        expect_canary(h, n);
+      }
     }
   }
+}
+
+TEST(MembwVariants, ListIsDistinctWithTheDefaultFirst) {
+  for (const MemKernel k : {MemKernel::write, MemKernel::copy}) {
+    const std::vector<KernelVariant> vs = kernel_variants(k);
+    ASSERT_GE(vs.size(), 2u);
+    EXPECT_EQ(vs.front(), KernelVariant{});
+    std::set<std::string> names;
+    bool has_tiled = false, has_streaming = false;
+    for (const KernelVariant& v : vs) {
+      EXPECT_TRUE(names.insert(variant_name(v)).second) << variant_name(v);
+      has_tiled = has_tiled || v.access == MemAccess::tiled;
+      has_streaming = has_streaming || v.hint == CacheHint::streaming;
+    }
+    EXPECT_TRUE(has_tiled);
+    EXPECT_TRUE(has_streaming);
+  }
+  for (const MemKernel k : {MemKernel::read, MemKernel::triad})
+    EXPECT_EQ(kernel_variants(k), std::vector<KernelVariant>{KernelVariant{}});
+  EXPECT_EQ(variant_name({MemAccess::tiled, 8, CacheHint::streaming}), "tiled/u8/streaming");
+  EXPECT_EQ(variant_name({}), "grid_stride/u4/normal");
+}
+
+TEST(MembwVariants, TiledGridCoversTheBufferWithOneTilePerBlock) {
+  EXPECT_EQ(tiled_grid_blocks(0, 256, 4), 1);  // at least one block (the tail needs it)
+  EXPECT_EQ(tiled_grid_blocks(3, 256, 4), 1);
+  EXPECT_EQ(tiled_grid_blocks(4 * 1024, 256, 4), 1);
+  EXPECT_EQ(tiled_grid_blocks(4 * 1024 + 4, 256, 4), 2);
+  EXPECT_EQ(tiled_grid_blocks(4 * 1024 + 3, 256, 4), 1);  // the extra 3 are tail elements
+  // 2 GiB of 4-byte elements, 128 threads x 4 vectors of 16 bytes = 8 KiB per tile.
+  EXPECT_EQ(tiled_grid_blocks((std::size_t{2} << 30) / 4, 128, 4), 262144);
 }
 
 TEST(MembwTriad, MatchesHostTriadExactly) {
@@ -204,7 +257,21 @@ TEST(MembwLaunch, RejectsMisalignedPointersAndBadShapes) {
 TEST(MembwLaunch, EveryKernelFitsOnAnSm) {
   REQUIRE_GPU();
   for (const MemKernel k : {MemKernel::read, MemKernel::write, MemKernel::copy, MemKernel::triad})
-    EXPECT_GE(blocks_per_sm(k, 256), 1);
+    for (const KernelVariant& v : kernel_variants(k))
+      for (const int threads : {128, 256, 1024})
+        EXPECT_GE(blocks_per_sm(k, threads, v), 1) << variant_name(v) << ", " << threads;
+}
+
+TEST(MembwLaunch, RejectsUnsupportedVariants) {
+  REQUIRE_GPU();
+  DeviceBuffer d(64 * 4);
+  std::uint32_t* p = d.as<std::uint32_t>();
+  const KernelVariant odd{MemAccess::grid_stride, 3, CacheHint::normal};
+  const KernelVariant tiled{MemAccess::tiled, 4, CacheHint::normal};
+  EXPECT_THROW(launch_copy(p, p + 32, 8, {1, 32}, nullptr, odd), Error);
+  EXPECT_THROW(launch_write(p, 8, 0, {1, 32}, nullptr, odd), Error);
+  EXPECT_THROW(blocks_per_sm(MemKernel::read, 256, tiled), Error);
+  EXPECT_THROW(blocks_per_sm(MemKernel::triad, 256, tiled), Error);
 }
 
 TEST(MembwMemcpy, RepeatedCopiesRoundTripThroughPinnedMemory) {
