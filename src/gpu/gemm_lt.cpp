@@ -1,6 +1,7 @@
 // gpu/gemm_lt.cpp: see gemm_lt.hpp.
 #include "gpu/gemm_lt.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -160,31 +161,50 @@ std::string GemmAlgo::describe() const {
   return s;
 }
 
+std::string describe_layout(GemmLayout l) {
+  switch (l) {
+    case GemmLayout::tn:
+      return "TN column-major: A stored k x m (transposed), B k x n, D m x n; alpha 1, beta 0";
+    case GemmLayout::nn:
+      return "NN column-major: A stored m x k, B k x n, D m x n (PyTorch's row-major C = A @ B); "
+             "alpha 1, beta 0";
+  }
+  return "unknown layout";
+}
+
 GemmLt::GemmLt(cublasLtHandle_t handle, Precision p, GemmShape shape, GemmOptions options)
     : handle_(handle), precision_(p), shape_(shape), options_(options), types_(gemm_types(p)) {
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) {
     throw Error(ErrorKind::runtime, "GemmLt: bad shape " + shape.to_string());
   }
+  if (!layout_allowed(p, options.layout)) {
+    throw Error(ErrorKind::runtime, std::string("GemmLt: ") + std::string(precision_key(p)) +
+                                        " supports the TN layout only, not " +
+                                        std::string(layout_name(options.layout)));
+  }
   if (options.compute) types_.compute = *options.compute;
+  const bool tn = options.layout == GemmLayout::tn;
 
   cublasLtMatmulDesc_t desc{};
   GB_CHECK_CUBLAS(cublasLtMatmulDescCreate(&desc, types_.compute, types_.scale_cuda));
   desc_ = Desc(desc);
-  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, tn ? CUBLAS_OP_T : CUBLAS_OP_N);
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
   if (p == Precision::fp8) {
     const std::int8_t fast_accum = options.fp8_fast_accum ? 1 : 0;
     set_desc(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast_accum);
   }
 
-  // Column-major layouts: A is k x m (op(A) = A^T is m x k), B is k x n, D is m x n.
+  // Column-major layouts: A is k x m for TN (op(A) = A^T is m x k), m x k for NN; B is k x n,
+  // D is m x n.
   auto make_layout = [](cudaDataType_t type, std::int64_t rows, std::int64_t cols) {
     cublasLtMatrixLayout_t layout{};
     GB_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layout, type, static_cast<std::uint64_t>(rows),
                                                static_cast<std::uint64_t>(cols), rows));
     return Layout(layout);
   };
-  a_layout_ = make_layout(types_.ab_cuda, shape.k, shape.m);
+  a_layout_ = tn ? make_layout(types_.ab_cuda, shape.k, shape.m)
+                 : make_layout(types_.ab_cuda, shape.m, shape.k);
   b_layout_ = make_layout(types_.ab_cuda, shape.k, shape.n);
   d_layout_ = make_layout(types_.cd_cuda, shape.m, shape.n);
 
@@ -281,12 +301,37 @@ GemmCheck check_gemm_on_device(const GemmLt& gemm, const void* a, const void* b,
     if (c < 0 || c >= s.n)
       throw Error(ErrorKind::runtime, "check_gemm_on_device: column out of range");
 
-  // Row r of op(A) is column r of the stored k x m A: k contiguous elements at r * k.
   std::vector<unsigned char> a_host(rows.size() * k * ab_size);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    GB_CHECK_CUDA(cudaMemcpyAsync(a_host.data() + i * k * ab_size,
-                                  a_bytes + static_cast<std::size_t>(rows[i]) * k * ab_size,
-                                  k * ab_size, cudaMemcpyDeviceToHost, stream));
+  if (gemm.layout() == GemmLayout::tn) {
+    // Row r of op(A) is column r of the stored k x m A: k contiguous elements at r * k.
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::size_t at = op_a_offset(GemmLayout::tn, s.m, s.k, rows[i], 0);
+      GB_CHECK_CUDA(cudaMemcpyAsync(a_host.data() + i * k * ab_size, a_bytes + at * ab_size,
+                                    k * ab_size, cudaMemcpyDeviceToHost, stream));
+    }
+  } else {
+    // Row r of op(A) is element r of each of the k columns of the stored m x k A (m elements
+    // each): copy whole columns, a chunk at a time, and pick the sampled rows out of them.
+    constexpr std::size_t kStagingBytes = std::size_t{64} << 20;
+    const std::size_t column_bytes = m * ab_size;
+    const std::size_t chunk_columns = std::clamp<std::size_t>(kStagingBytes / column_bytes, 1, k);
+    std::vector<unsigned char> staging(chunk_columns * column_bytes);
+    for (std::size_t l0 = 0; l0 < k; l0 += chunk_columns) {
+      const std::size_t columns = std::min(chunk_columns, k - l0);
+      GB_CHECK_CUDA(cudaMemcpyAsync(staging.data(), a_bytes + l0 * column_bytes,
+                                    columns * column_bytes, cudaMemcpyDeviceToHost, stream));
+      GB_CHECK_CUDA(cudaStreamSynchronize(stream));
+      const std::size_t base = l0 * m;  // element offset of the chunk in the stored A
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        for (std::size_t l = l0; l < l0 + columns; ++l) {
+          const std::size_t at = op_a_offset(GemmLayout::nn, s.m, s.k, rows[i],
+                                             static_cast<std::int64_t>(l)) -
+                                 base;
+          std::memcpy(a_host.data() + (i * k + l) * ab_size, staging.data() + at * ab_size,
+                      ab_size);
+        }
+      }
+    }
   }
   // Column c of B: k contiguous elements at c * k. Column c of D: m contiguous elements at c * m.
   std::vector<unsigned char> b_host(cols.size() * k * ab_size);

@@ -1,11 +1,14 @@
 // gpu/gemm_lt.hpp: one GEMM shape and precision through cuBLASLt: the descriptors, the
 // heuristic's candidate algorithms, running one of them, and checking the answer on the host.
 //
-// Layout, the same for every precision: column-major "TN",
-//   D (m x n, ld m) = op(A) * B,  A stored k x m (ld k) so op(A) = A^T,  B stored k x n (ld k)
-// so both operands are contiguous along k. That is the layout FP8 and INT8 tensor-core kernels
-// require, the native operand order of Hopper's wgmma for every type, and the one that makes a
-// row of op(A) and a column of B contiguous for the host check. C = D and beta = 0; alpha = 1.
+// Layouts (GemmLayout, gpu/host_numeric.hpp), both column-major with D (m x n, ld m) = op(A) * B,
+// B stored k x n (ld k), C = D, beta = 0, alpha = 1:
+//   TN: A stored k x m (ld k), op(A) = A^T: both operands contiguous along k. The layout FP8 and
+//       INT8 tensor-core kernels require on Hopper and the cheapest one to check on the host.
+//   NN: A stored m x k (ld m), op(A) = A: what PyTorch's row-major C = X @ Y becomes (cuBLAS
+//       computes C^T = Y^T X^T, both operations N, on the column-major view of the same memory).
+// cuBLASLt may offer different (and differently fast) kernels for the two, so the probe asks for
+// both where both are allowed (layout_allowed) and keeps the faster.
 //
 // Precisions (storage of A/B -> C/D, compute mode):
 //   fp64  f64  -> f64,  CUBLAS_COMPUTE_64F            (FP64 tensor cores where the card has them)
@@ -64,7 +67,12 @@ std::optional<std::string> gemm_unsupported_reason(Precision p, int cc_major, in
 struct GemmOptions {
   std::optional<cublasComputeType_t> compute;  // overrides gemm_types(p).compute
   bool fp8_fast_accum = false;  // CUBLASLT_MATMUL_DESC_FAST_ACCUM (FP8 only; default off)
+  GemmLayout layout = GemmLayout::tn;  // nn throws for FP8 and INT8 (layout_allowed)
 };
+
+// "TN column-major: A stored k x m (transposed), B k x n, D m x n; alpha 1, beta 0" or the NN
+// counterpart.
+std::string describe_layout(GemmLayout l);
 
 // One candidate from cublasLtMatmulAlgoGetHeuristic and the configuration it encodes.
 struct GemmAlgo {
@@ -99,6 +107,7 @@ class GemmLt {
   const GemmShape& shape() const { return shape_; }
   const GemmTypes& types() const { return types_; }
   const GemmOptions& options() const { return options_; }
+  GemmLayout layout() const { return options_.layout; }
   std::size_t a_elements() const { return static_cast<std::size_t>(shape_.k * shape_.m); }
   std::size_t b_elements() const { return static_cast<std::size_t>(shape_.k * shape_.n); }
   std::size_t d_elements() const { return static_cast<std::size_t>(shape_.m * shape_.n); }
@@ -133,11 +142,13 @@ class GemmLt {
   alignas(8) unsigned char beta_[8] = {};   // 0
 };
 
-// Copies rows `rows` of op(A) (columns of the stored A), columns `cols` of B and the outputs
-// D(rows, cols) from device buffers a, b, d back to the host and compares the outputs with a
-// long-double reference (check_gemm_samples) at gemm_tolerance(precision). Synchronizes
-// `stream`. Moves 2 k (|rows| + |cols|) elements plus |cols| columns of D over PCIe: about 1 MiB
-// for 16 x 16 samples at 8192^3, whatever the matrix size.
+// Copies rows `rows` of op(A), columns `cols` of B and the outputs D(rows, cols) from device
+// buffers a, b, d back to the host and compares the outputs with a long-double reference
+// (check_gemm_samples) at gemm_tolerance(precision), for the GEMM's layout. Synchronizes
+// `stream`. TN moves k (|rows| + |cols|) elements plus |cols| columns of D over PCIe: about
+// 1 MiB for 16 x 16 samples at 8192^3. NN rows of op(A) are strided through the whole of A, so
+// NN copies all of A, in chunks of at most 64 MiB through a host staging buffer (8192^2: 128 MiB
+// for BF16, 512 MiB for FP64: tens of ms), plus the same columns of B and D.
 GemmCheck check_gemm_on_device(const GemmLt& gemm, const void* a, const void* b, const void* d,
                                std::span<const std::int64_t> rows,
                                std::span<const std::int64_t> cols, cudaStream_t stream);

@@ -192,6 +192,33 @@ double fill_value(ElementType t, std::uint64_t seed, std::uint64_t index) {
   return 0;
 }
 
+std::string_view layout_name(GemmLayout l) {
+  switch (l) {
+    case GemmLayout::tn: return "TN";
+    case GemmLayout::nn: return "NN";
+  }
+  return "unknown";
+}
+
+bool layout_allowed(Precision p, GemmLayout l) {
+  return l == GemmLayout::tn || (p != Precision::fp8 && p != Precision::int8);
+}
+
+std::vector<double> gather_op_a_rows(GemmLayout layout, std::span<const double> stored_a,
+                                     std::int64_t m, std::int64_t k,
+                                     std::span<const std::int64_t> rows) {
+  if (m <= 0 || k <= 0 || stored_a.size() != static_cast<std::size_t>(m * k)) {
+    throw Error(ErrorKind::runtime, "gather_op_a_rows: A does not hold m * k elements");
+  }
+  std::vector<double> out;
+  out.reserve(rows.size() * static_cast<std::size_t>(k));
+  for (const std::int64_t r : rows) {
+    if (r < 0 || r >= m) throw Error(ErrorKind::runtime, "gather_op_a_rows: row out of range");
+    for (std::int64_t l = 0; l < k; ++l) out.push_back(stored_a[op_a_offset(layout, m, k, r, l)]);
+  }
+  return out;
+}
+
 std::string GemmCheck::describe() const {
   std::string s = "rel err " + format_sci(rel_err) + " over " + std::to_string(samples) +
                   " outputs (tol " + format_sci(tolerance) + ")";

@@ -93,6 +93,33 @@ GB_HOST_DEVICE inline std::int32_t uniform_i32(std::uint64_t h) {
 // uniform_f32/f64 converted to the type (round to nearest even), integers uniform_i8/i32.
 double fill_value(ElementType t, std::uint64_t seed, std::uint64_t index);
 
+// --- GEMM operand layouts ----------------------------------------------------------------------
+// Both column-major, D (m x n, ld m) = op(A) * B with B stored k x n (ld k) in both:
+//   tn: A stored k x m (ld k), op(A) = A^T. Row r of op(A) is contiguous (k elements at r * k).
+//       The only layout cuBLASLt's FP8 and INT8 tensor-core kernels accept on Hopper.
+//   nn: A stored m x k (ld m), op(A) = A. Row r of op(A) is strided (element l at r + l * m).
+//       What PyTorch's row-major C = X @ Y turns into: cuBLAS computes C^T = Y^T X^T with both
+//       operations N on the column-major view of the same memory.
+enum class GemmLayout { tn, nn };
+
+std::string_view layout_name(GemmLayout l);  // "TN", "NN"
+// false for FP8 and INT8 with nn (cuBLASLt offers them TN only).
+bool layout_allowed(Precision p, GemmLayout l);
+
+// Offset in elements, from the start of the stored A, of op(A)(row, l) (0 <= row < m,
+// 0 <= l < k).
+constexpr std::size_t op_a_offset(GemmLayout layout, std::int64_t m, std::int64_t k,
+                                  std::int64_t row, std::int64_t l) {
+  return layout == GemmLayout::tn ? static_cast<std::size_t>(l + row * k)
+                                  : static_cast<std::size_t>(row + l * m);
+}
+
+// Rows `rows` of op(A), k values each, row after row (the a_rows of check_gemm_samples), from
+// the whole stored A (m * k decoded elements). Throws gb::Error on a size or index mismatch.
+std::vector<double> gather_op_a_rows(GemmLayout layout, std::span<const double> stored_a,
+                                     std::int64_t m, std::int64_t k,
+                                     std::span<const std::int64_t> rows);
+
 // --- GEMM validation ---------------------------------------------------------------------------
 // Sampled outputs of D = op(A) * op(B) compared with a reference computed in long double from
 // the inputs as stored (already rounded to their type), so only the GEMM's own arithmetic

@@ -1,7 +1,8 @@
 // tests/gpu/test_gemm.cpp: the GEMM path on a real GPU (label "gpu"): the random fills match
 // their host recomputation bit for bit, every cuBLASLt candidate of every precision computes the
-// right answer against a full CPU reference, the validator catches corrupted and unwritten
-// outputs, FP32 really runs without TF32 and TF32 really with it, and the probe section reports
+// right answer against a full CPU reference in both layouts (TN and NN; FP8 and INT8 TN only),
+// the validator catches corrupted and unwritten outputs and a product checked in the wrong
+// layout, FP32 really runs without TF32 and TF32 really with it, and the probe section reports
 // every precision.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -121,11 +122,17 @@ TEST_P(FillUniform, SpansItsRangeAndIsNeitherZeroNorConstant) {
   }
 }
 
+// Test-name generators are named functions, not lambdas: a lambda's parameter inside
+// INSTANTIATE_TEST_SUITE_P can shadow the macro's own `info` parameter (-Wshadow).
+std::string fill_test_name(const ::testing::TestParamInfo<ElementType>& param_info) {
+  return std::string(element_name(param_info.param));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, FillUniform,
                          ::testing::Values(ElementType::f64, ElementType::f32, ElementType::f16,
                                            ElementType::bf16, ElementType::e4m3, ElementType::i8,
                                            ElementType::i32),
-                         [](const auto& test) { return std::string(element_name(test.param)); });
+                         fill_test_name);
 
 TEST(FillUniform, DifferentSeedsGiveDifferentData) {
   GB_REQUIRE_GPU();
@@ -163,24 +170,32 @@ std::vector<std::int64_t> all_indices(std::int64_t n) {
   return sample_indices(n, static_cast<std::size_t>(n), 0);
 }
 
-using GemmParam = std::tuple<Precision, GemmShape>;
+GemmOptions with_layout(GemmLayout layout) {
+  GemmOptions options;
+  options.layout = layout;
+  return options;
+}
+
+using GemmParam = std::tuple<Precision, GemmShape, GemmLayout>;
 
 class GemmLtMatchesCpuReference : public ::testing::TestWithParam<GemmParam> {};
 
-// Every candidate the heuristic offers is run and checked: candidate 0 on every output against
-// the full CPU product, the others on 16 x 16 sampled outputs.
+// Every candidate the heuristic offers (up to 8, as the probe asks for per layout) is run and
+// checked, in each layout the precision allows: candidate 0 on every output against the full
+// CPU product, the others on 16 x 16 sampled outputs.
 TEST_P(GemmLtMatchesCpuReference, ForEveryHeuristicCandidate) {
   GB_REQUIRE_GPU();
-  const auto [p, shape] = GetParam();
+  const auto [p, shape, layout] = GetParam();
   const Cc cc = device_cc();
   if (const auto why = gemm_unsupported_reason(p, cc.major, cc.minor)) GTEST_SKIP() << *why;
 
   GemmSetup setup;
   const cudaStream_t s = setup.stream.get();
-  const GemmLt gemm(setup.handle.get(), p, shape);
+  const GemmLt gemm(setup.handle.get(), p, shape, with_layout(layout));
+  ASSERT_EQ(gemm.layout(), layout);
   const std::vector<GemmAlgo> algos = gemm.algorithms(kWorkspaceBytes, 8);
   ASSERT_FALSE(algos.empty()) << "no cuBLASLt algorithm for " << describe_types(gemm.types())
-                              << " at " << shape.to_string();
+                              << " " << layout_name(layout) << " at " << shape.to_string();
   GemmData data(gemm, s);
 
   int ran = 0;
@@ -195,7 +210,8 @@ TEST_P(GemmLtMatchesCpuReference, ForEveryHeuristicCandidate) {
     const auto cols = full ? all_indices(shape.n) : sample_indices(shape.n, 16, i + 100);
     const GemmCheck check =
         check_gemm_on_device(gemm, data.a.data(), data.b.data(), data.d.data(), rows, cols, s);
-    EXPECT_TRUE(check.ok()) << describe_types(gemm.types()) << " " << shape.to_string()
+    EXPECT_TRUE(check.ok()) << describe_types(gemm.types()) << " " << layout_name(layout) << " "
+                            << shape.to_string()
                             << " candidate #" << algos[i].heuristic_rank << " ("
                             << algos[i].describe() << "): " << check.describe();
     EXPECT_EQ(check.samples, rows.size() * cols.size());
@@ -209,18 +225,70 @@ std::vector<GemmParam> gemm_params() {
   const GemmShape odd{123, 77, 301};      // no alignment at all: 16-bit and wider types only
   std::vector<GemmParam> params;
   for (const Precision p : kAllPrecisions) {
-    params.emplace_back(p, square_ish);
-    params.emplace_back(p, long_k);
-    if (p != Precision::fp8 && p != Precision::int8) params.emplace_back(p, odd);
+    for (const GemmLayout layout : {GemmLayout::tn, GemmLayout::nn}) {
+      if (!layout_allowed(p, layout)) continue;
+      params.emplace_back(p, square_ish, layout);
+      params.emplace_back(p, long_k, layout);
+      if (p != Precision::fp8 && p != Precision::int8) params.emplace_back(p, odd, layout);
+    }
   }
   return params;
 }
 
+std::string gemm_test_name(const ::testing::TestParamInfo<GemmParam>& param_info) {
+  return std::string(precision_key(std::get<0>(param_info.param))) + "_" +
+         std::get<1>(param_info.param).to_string() + "_" +
+         std::string(layout_name(std::get<2>(param_info.param)));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllPrecisions, GemmLtMatchesCpuReference,
-                         ::testing::ValuesIn(gemm_params()), [](const auto& test) {
-                           return std::string(precision_key(std::get<0>(test.param))) + "_" +
-                                  std::get<1>(test.param).to_string();
-                         });
+                         ::testing::ValuesIn(gemm_params()), gemm_test_name);
+
+// The layouts mean what gemm_lt.hpp says, checked without check_gemm_on_device: the whole D is
+// compared with a product computed on the host straight from the fill's element formula and
+// the storage order written out here (TN: A(k x m, ld k); NN: A(m x k, ld m); B(k x n, ld k);
+// D(m x n, ld m)). FP64 so the only error is FP64 rounding.
+TEST(GemmLt, LayoutsMatchAProductWrittenOutOnTheHost) {
+  GB_REQUIRE_GPU();
+  GemmSetup setup;
+  const cudaStream_t s = setup.stream.get();
+  const std::int64_t m = 40, n = 24, k = 56;
+  for (const GemmLayout layout : {GemmLayout::tn, GemmLayout::nn}) {
+    const GemmLt gemm(setup.handle.get(), Precision::fp64, GemmShape{m, n, k},
+                      with_layout(layout));
+    const auto algos = gemm.algorithms(kWorkspaceBytes, 1);
+    ASSERT_FALSE(algos.empty()) << layout_name(layout);
+    GemmData data(gemm, s);  // A with seed 11, B with seed 12
+    gemm.run(algos[0], data.a.data(), data.b.data(), data.d.data(), setup.workspace.data(),
+             setup.workspace.bytes(), s);
+    const std::vector<double> d =
+        download(data.d, ElementType::f64, static_cast<std::size_t>(m * n), s);
+    double worst = 0;
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        long double ref = 0;
+        for (std::int64_t l = 0; l < k; ++l) {
+          const std::int64_t a_at = layout == GemmLayout::tn ? l + i * k : i + l * m;
+          ref += static_cast<long double>(
+                     fill_value(ElementType::f64, 11, static_cast<std::uint64_t>(a_at))) *
+                 fill_value(ElementType::f64, 12, static_cast<std::uint64_t>(l + j * k));
+        }
+        worst = std::max(worst, static_cast<double>(
+                                    std::fabs(d[static_cast<std::size_t>(i + j * m)] - ref)));
+      }
+    }
+    EXPECT_LT(worst, 1e-12) << layout_name(layout);
+  }
+}
+
+TEST(GemmLt, Fp8AndInt8RefuseTheNnLayout) {
+  GB_REQUIRE_GPU();
+  const CublasLtHandle handle = CublasLtHandle::create();
+  for (const Precision p : {Precision::fp8, Precision::int8}) {
+    EXPECT_ANY_THROW(GemmLt(handle.get(), p, GemmShape{64, 64, 64}, with_layout(GemmLayout::nn)))
+        << precision_key(p);
+  }
+}
 
 TEST(GemmLt, HeuristicOffersAlgorithmsAtTheHeadlineShape) {
   GB_REQUIRE_GPU();
@@ -230,7 +298,7 @@ TEST(GemmLt, HeuristicOffersAlgorithmsAtTheHeadlineShape) {
     if (gemm_unsupported_reason(p, cc.major, cc.minor)) continue;
     const GemmLt gemm(handle.get(), p, GemmShape{8192, 8192, 8192});
     EXPECT_FALSE(gemm.algorithms(kWorkspaceBytes, 8).empty())
-        << describe_types(gemm.types()) << " has no algorithm at 8192^3";
+        << describe_types(gemm.types()) << " has no TN algorithm at 8192^3";
   }
 }
 
@@ -281,27 +349,58 @@ class GemmValidation : public ::testing::Test {
 };
 
 TEST_F(GemmValidation, DetectsOneCorruptedOutput) {
+  for (const GemmLayout layout : {GemmLayout::tn, GemmLayout::nn}) {
+    SCOPED_TRACE(std::string(layout_name(layout)));
+    GemmSetup setup;
+    const cudaStream_t s = setup.stream.get();
+    const GemmLt gemm(setup.handle.get(), Precision::bf16, shape_, with_layout(layout));
+    const auto algos = gemm.algorithms(kWorkspaceBytes, 1);
+    ASSERT_FALSE(algos.empty());
+    GemmData data(gemm, s);
+    gemm.run(algos[0], data.a.data(), data.b.data(), data.d.data(), setup.workspace.data(),
+             setup.workspace.bytes(), s);
+    const GemmCheck good =
+        check_gemm_on_device(gemm, data.a.data(), data.b.data(), data.d.data(), rows_, cols_, s);
+    ASSERT_TRUE(good.ok()) << good.describe();
+
+    // One sampled output of 256 off by 1000 (outputs are ~|7|): far past the tolerance.
+    const std::uint16_t wrong = float_to_bf16_bits(1000.0f);
+    const std::size_t at = static_cast<std::size_t>(cols_[5] * shape_.m + rows_[3]);
+    GB_CHECK_CUDA(cudaMemcpyAsync(data.d.as<std::uint16_t>() + at, &wrong, sizeof wrong,
+                                  cudaMemcpyHostToDevice, s));
+    const GemmCheck bad =
+        check_gemm_on_device(gemm, data.a.data(), data.b.data(), data.d.data(), rows_, cols_, s);
+    EXPECT_FALSE(bad.ok()) << bad.describe();
+    EXPECT_GT(bad.rel_err, bad.tolerance);
+  }
+}
+
+// A product computed in one layout and checked as the other fails: the validator reads A the
+// way the layout says, it does not pass whatever it is given.
+TEST_F(GemmValidation, DetectsTheWrongLayout) {
   GemmSetup setup;
   const cudaStream_t s = setup.stream.get();
-  const GemmLt gemm(setup.handle.get(), Precision::bf16, shape_);
-  const auto algos = gemm.algorithms(kWorkspaceBytes, 1);
-  ASSERT_FALSE(algos.empty());
-  GemmData data(gemm, s);
-  gemm.run(algos[0], data.a.data(), data.b.data(), data.d.data(), setup.workspace.data(),
-           setup.workspace.bytes(), s);
-  const GemmCheck good =
-      check_gemm_on_device(gemm, data.a.data(), data.b.data(), data.d.data(), rows_, cols_, s);
-  ASSERT_TRUE(good.ok()) << good.describe();
-
-  // One sampled output of 256 off by 1000 (outputs are ~|7|): far past the tolerance.
-  const std::uint16_t wrong = float_to_bf16_bits(1000.0f);
-  const std::size_t at = static_cast<std::size_t>(cols_[5] * shape_.m + rows_[3]);
-  GB_CHECK_CUDA(cudaMemcpyAsync(data.d.as<std::uint16_t>() + at, &wrong, sizeof wrong,
-                                cudaMemcpyHostToDevice, s));
-  const GemmCheck bad =
-      check_gemm_on_device(gemm, data.a.data(), data.b.data(), data.d.data(), rows_, cols_, s);
-  EXPECT_FALSE(bad.ok()) << bad.describe();
-  EXPECT_GT(bad.rel_err, bad.tolerance);
+  const GemmShape square{256, 256, 256};  // both layouts read A in bounds
+  const GemmLt tn(setup.handle.get(), Precision::bf16, square, with_layout(GemmLayout::tn));
+  const GemmLt nn(setup.handle.get(), Precision::bf16, square, with_layout(GemmLayout::nn));
+  const std::vector<std::int64_t> rows = sample_indices(256, 16, 7);
+  const std::vector<std::int64_t> cols = sample_indices(256, 16, 8);
+  for (const GemmLt* ran : {&tn, &nn}) {
+    const GemmLt* other = ran == &tn ? &nn : &tn;
+    SCOPED_TRACE(std::string("ran ") + std::string(layout_name(ran->layout())));
+    const auto algos = ran->algorithms(kWorkspaceBytes, 1);
+    ASSERT_FALSE(algos.empty());
+    GemmData data(*ran, s);
+    ran->run(algos[0], data.a.data(), data.b.data(), data.d.data(), setup.workspace.data(),
+             setup.workspace.bytes(), s);
+    const GemmCheck right =
+        check_gemm_on_device(*ran, data.a.data(), data.b.data(), data.d.data(), rows, cols, s);
+    EXPECT_TRUE(right.ok()) << right.describe();
+    const GemmCheck wrong =
+        check_gemm_on_device(*other, data.a.data(), data.b.data(), data.d.data(), rows, cols, s);
+    EXPECT_FALSE(wrong.ok()) << wrong.describe();
+    EXPECT_GT(wrong.rel_err, 0.1) << wrong.describe();
+  }
 }
 
 TEST_F(GemmValidation, DetectsAnOutputTheGemmNeverWrote) {
@@ -317,7 +416,7 @@ TEST_F(GemmValidation, DetectsAnOutputTheGemmNeverWrote) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The probe section end to end (quick mode: 8192^3 per precision, ~2 s on an H200)
+// The probe section end to end (quick mode: 8192^3 per precision, ~4 s on an H200)
 
 TEST(ProbeGemm, QuickRunReportsEveryPrecisionWithCheckedFigures) {
   GB_REQUIRE_GPU();
@@ -340,7 +439,10 @@ TEST(ProbeGemm, QuickRunReportsEveryPrecisionWithCheckedFigures) {
   bench::ResultSink sink([&](const std::string& line) { progress.push_back(line); });
   bench::probe_gemm(ctx, sink);
 
+  // Quick mode: the burst figure only, no probe.gemm.<p>.sustained.tflops.
   ASSERT_EQ(sink.results().size(), std::size(kAllPrecisions));
+  for (const Result& r : sink.results())
+    EXPECT_EQ(r.key.find(".sustained."), std::string::npos) << r.key;
   EXPECT_EQ(progress.size(), sink.results().size());
   for (const Precision p : kAllPrecisions) {
     const std::string key = "probe.gemm." + std::string(precision_key(p)) + ".tflops";
@@ -357,6 +459,13 @@ TEST(ProbeGemm, QuickRunReportsEveryPrecisionWithCheckedFigures) {
     EXPECT_GT(*it->value, 0) << key;
     EXPECT_GE(it->samples.size(), 10u) << key;
     EXPECT_TRUE(it->find_param("validation").has_value()) << key;
+    EXPECT_TRUE(it->find_param("protocol").has_value()) << key;
+    const auto layout = it->find_param("layout");
+    ASSERT_TRUE(layout.has_value()) << key;
+    EXPECT_TRUE(layout->starts_with("TN") || layout->starts_with("NN")) << key << ": " << *layout;
+    if (!layout_allowed(p, GemmLayout::nn)) {
+      EXPECT_TRUE(layout->starts_with("TN")) << key;
+    }
     if (flops_per_sm_per_clock(cc.major, cc.minor, p)) {
       EXPECT_NE(it->find_reference("clock_adjusted"), nullptr) << key;
     }

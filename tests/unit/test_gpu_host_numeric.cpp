@@ -1,7 +1,7 @@
 // tests/unit/test_gpu_host_numeric.cpp: the host half of the GEMM check (gpu/host_numeric),
 // on the CPU: the FP16/BF16/FP8 E4M3 converters (known codes, ties to even, saturation, every
 // code round-tripped), the fill hash's ranges, the sampled-output validator (a right answer
-// passes, one corrupted or NaN output fails) and the sample picker. Built only with CUDA (the
+// passes, one corrupted or NaN output fails), the TN/NN operand indexing and the sample picker. Built only with CUDA (the
 // file lives in gb_gpu), runs without a GPU: no CUDA call is made.
 #ifdef GPUBASE_WITH_CUDA
 #include <gtest/gtest.h>
@@ -227,6 +227,56 @@ TEST(GemmTolerance, TightensWithPrecision) {
   EXPECT_LT(gemm_tolerance(Precision::fp32), gemm_tolerance(Precision::tf32));
   EXPECT_LE(gemm_tolerance(Precision::fp16), gemm_tolerance(Precision::bf16));
   EXPECT_LT(gemm_tolerance(Precision::bf16), gemm_tolerance(Precision::fp8));
+}
+
+// --- GEMM layouts ------------------------------------------------------------------------------
+
+TEST(GemmLayouts, NamesAndWhichPrecisionsAllowNn) {
+  EXPECT_EQ(layout_name(GemmLayout::tn), "TN");
+  EXPECT_EQ(layout_name(GemmLayout::nn), "NN");
+  for (const Precision p : kAllPrecisions) {
+    EXPECT_TRUE(layout_allowed(p, GemmLayout::tn)) << precision_key(p);
+    EXPECT_EQ(layout_allowed(p, GemmLayout::nn), p != Precision::fp8 && p != Precision::int8)
+        << precision_key(p);
+  }
+}
+
+TEST(GemmLayouts, OpAOffsetsFollowTheStorageOrder) {
+  // m = 3, k = 4. TN stores A as k x m (ld k): op(A)(r, l) at l + r * k. NN stores A as m x k
+  // (ld m): op(A)(r, l) at r + l * m.
+  EXPECT_EQ(op_a_offset(GemmLayout::tn, 3, 4, 0, 0), 0u);
+  EXPECT_EQ(op_a_offset(GemmLayout::tn, 3, 4, 0, 3), 3u);
+  EXPECT_EQ(op_a_offset(GemmLayout::tn, 3, 4, 2, 1), 9u);
+  EXPECT_EQ(op_a_offset(GemmLayout::nn, 3, 4, 0, 3), 9u);
+  EXPECT_EQ(op_a_offset(GemmLayout::nn, 3, 4, 2, 1), 5u);
+  EXPECT_EQ(op_a_offset(GemmLayout::nn, 3, 4, 2, 3), 11u);
+  // Both are bijections onto [0, m * k).
+  for (const GemmLayout layout : {GemmLayout::tn, GemmLayout::nn}) {
+    std::set<std::size_t> seen;
+    for (std::int64_t r = 0; r < 3; ++r)
+      for (std::int64_t l = 0; l < 4; ++l) seen.insert(op_a_offset(layout, 3, 4, r, l));
+    EXPECT_EQ(seen.size(), 12u);
+    EXPECT_EQ(*seen.rbegin(), 11u);
+  }
+}
+
+TEST(GemmLayouts, GatheredRowsFeedTheValidator) {
+  // op(A) = [[1, 2, 3], [4, 5, 6]] (m = 2, k = 3), stored both ways.
+  const std::vector<double> tn = {1, 2, 3, 4, 5, 6};  // k x m, ld k: column r is row r of op(A)
+  const std::vector<double> nn = {1, 4, 2, 5, 3, 6};  // m x k, ld m
+  const std::vector<std::int64_t> rows = {1, 0};
+  const std::vector<double> want = {4, 5, 6, 1, 2, 3};
+  EXPECT_EQ(gather_op_a_rows(GemmLayout::tn, tn, 2, 3, rows), want);
+  EXPECT_EQ(gather_op_a_rows(GemmLayout::nn, nn, 2, 3, rows), want);
+  // The same stored bytes read in the other layout are another matrix: the check fails.
+  const std::vector<double> b = {1, 10, 100};  // one column of B
+  const std::vector<double> d = {654, 321};    // rows 1 and 0 of op(A) * b
+  EXPECT_TRUE(check_gemm_samples(gather_op_a_rows(GemmLayout::nn, nn, 2, 3, rows), b, d, 3, 0)
+                  .ok());
+  EXPECT_FALSE(check_gemm_samples(gather_op_a_rows(GemmLayout::tn, nn, 2, 3, rows), b, d, 3, 1e-2)
+                   .ok());
+  EXPECT_ANY_THROW(gather_op_a_rows(GemmLayout::nn, nn, 2, 4, rows));
+  EXPECT_ANY_THROW(gather_op_a_rows(GemmLayout::nn, nn, 2, 3, std::vector<std::int64_t>{2}));
 }
 
 // --- sample picking ----------------------------------------------------------------------------
