@@ -31,7 +31,7 @@ TIMEFORMAT="probe --quick wall %R s"
 time "$GPUBASE" probe --quick --quiet --json -o "$OUTDIR/probe-quick.json" || status=1
 
 step "Ctrl-C during a run keeps what was measured"
-timeout -s INT 6 "$GPUBASE" probe --quiet --json -o "$OUTDIR/interrupted.json"
+timeout --preserve-status -s INT 6 "$GPUBASE" probe --json -o "$OUTDIR/interrupted.json"
 rc=$?
 echo "exit code after SIGINT: $rc (expected 130)"
 [[ $rc == 130 ]] || status=1

@@ -4,10 +4,12 @@
 #include "cli/app.hpp"
 
 #include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
 #include <sstream>
 
@@ -22,15 +24,32 @@ namespace gb::cli {
 
 namespace {
 
-extern "C" void on_sigint(int) {
-  // Second Ctrl-C: the user wants out now.
-  if (cancel_requested()) _exit(static_cast<int>(ExitCode::interrupted));
-  request_cancel();
+std::atomic<long long> g_first_signal_ns{0};
+
+long long monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
+  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// First SIGINT/SIGTERM: finish the current measurement, then report what was measured.
+// A second one more than a second later: the user wants out now. Signals within that second
+// are one request: `timeout` and process managers deliver the same signal to the process and
+// to its group, and a double press should not lose the report.
+extern "C" void on_signal(int) {
+  const long long now = monotonic_ns();
+  if (!cancel_requested()) {
+    g_first_signal_ns.store(now, std::memory_order_relaxed);
+    request_cancel();
+    return;
+  }
+  if (now - g_first_signal_ns.load(std::memory_order_relaxed) > 1000000000LL)
+    _exit(static_cast<int>(ExitCode::interrupted));
 }
 
 void install_signal_handlers() {
   struct sigaction sa {};
-  sa.sa_handler = on_sigint;
+  sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);

@@ -20,6 +20,11 @@ std::string probe_help() {
                                reference first; best of the heuristic's candidate algorithms.
                                Compared with the datasheet peak, the peak computed from the
                                clock seen during the run, and an achievable figure.
+                               Burst protocol (as PyTorch times): 250 ms idle, 3 warm-up,
+                               20 GEMMs each timed with CUDA events.
+  probe.gemm.<p>.sustained.tflops
+                               the same after 1 s of continuous load: what a long training
+                               run sees once the power cap holds the clock down.
   probe.gemm.<p>.<m>x<n>x<k>   the same at other shapes.
   probe.memory.read|write|copy|triad.gbps
                                our own vectorized kernels over buffers far larger than L2;

@@ -49,6 +49,10 @@ bool judge_latency(Result& r);
 // probe.host.h2d_slowdown.pct above the contention threshold -> warn.
 bool judge_host_contention(Result& r);
 
+// probe.gemm.<p>.sustained.tflops: states how much of the burst figure survives a second of
+// continuous load (info, no verdict: it is the card's power envelope, not a fault).
+bool describe_sustained(Result& r);
+
 // SwPowerCap in the telemetry -> "; ran at the power cap, 690 of 700 W" appended to reason.
 void note_power_cap(Result& r);
 

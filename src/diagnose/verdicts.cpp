@@ -17,7 +17,7 @@ void apply_verdicts(Run& run) {
     if (!apply_slowdown_rule(r, facts)) {
       if (achievable)
         judge_against_achievable(r, *achievable);
-      else if (!judge_latency(r))
+      else if (!describe_sustained(r) && !judge_latency(r))
         judge_host_contention(r);
     }
     note_power_cap(r);
