@@ -43,8 +43,8 @@
 //   ~0.2 s. 8192^3 total ~18.5 s.
 //   Other shapes (14 cases): selection FP64/FP32 ~16 x 7 x 2.7 ms ~0.35 s, the rest < 0.05 s;
 //   burst 100 ms idle + 23 GEMMs: FP64/FP32 ~0.16 s, the rest ~0.11 s: ~3.2 s for both shapes.
-//   Allocation, fills and checks ~1.5 s. Section ~23 s (it was ~10 s); at most ~27 s when every
-//   selection runs into its budget.
+//   Allocation, fills and checks ~1.5 s. Cool-down after each sustained run 6 x 1.5 s = 9 s.
+//   Section ~32 s (measured 20 s without the cool-down on the H200); at most ~36 s.
 // Quick mode (8192^3 only; 4 candidates per layout, selection budget 0.15 s, no re-timing, no
 //   sustained figure, 10 burst GEMMs): selection FP64/FP32 ~0.3 s each (one candidate per
 //   layout always runs), TF32 ~0.17 s, the rest < 0.1 s: ~1 s; burst 7 x 250 ms idle + FP64/FP32
@@ -95,6 +95,7 @@ constexpr int kFinalists = 3;        // re-timed in reverse order in full mode
 constexpr int kBurstWarmup = 3;
 constexpr double kIdleMsHeadline = 250;  // the power controller recovers
 constexpr double kIdleMsOther = 100;
+constexpr double kCooldownMs = 1500;  // after a sustained run, before the next case (6 x 1.5 s)
 
 // Sustained protocol (8192^3, full mode).
 constexpr double kSustainedTotalMs = 1500;
@@ -695,8 +696,15 @@ void probe_gemm(const ProbeContext& ctx, ResultSink& sink) {
   const gpu::DeviceBuffer workspace(kWorkspaceBytes);
   const Budget budget = budget_for(ctx.options.quick);
 
+  bool after_sustained = false;
   for (const GemmCase& c : gemm_cases(ctx.options.quick)) {
     throw_if_cancelled();
+    // After 1.5 s at the power cap the controller's averaging window still holds the clock
+    // down for about a second (v2 on the H200: the FP8 case after BF16's sustained run chose
+    // and timed kernels at 1334 instead of 1434 TFLOP/s). Let the card recover first, so each
+    // precision starts from the same state, as a stand-alone benchmark would.
+    if (after_sustained)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(kCooldownMs));
     std::vector<Result> results;
     try {
       results = measure_case(ctx, c, budget, handle.get(), workspace, stream.get());
@@ -710,7 +718,9 @@ void probe_gemm(const ProbeContext& ctx, ResultSink& sink) {
         throw;
       results = no_figure(c, budget, Status::skipped, std::string("could not run: ") + e.what());
     }
+    after_sustained = false;
     for (Result& r : results) {
+      if (r.key.ends_with(".sustained.tflops") && r.value) after_sustained = true;
       sink.progress(progress_line(c, r));
       sink.add(std::move(r));
     }
