@@ -5,7 +5,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -71,6 +73,16 @@ class NvmlLibrary {
   api::nvmlDeviceGetPersistenceMode_fn get_persistence_mode = nullptr;
   api::nvmlDeviceGetUtilizationRates_fn get_utilization = nullptr;
   api::nvmlDeviceGetCpuAffinity_fn get_cpu_affinity = nullptr;
+  // Watch metrics.
+  api::nvmlDeviceGetSamples_fn get_samples = nullptr;
+  api::nvmlDeviceGetProcessUtilization_fn get_process_utilization = nullptr;
+  api::nvmlDeviceGetPcieThroughput_fn get_pcie_throughput = nullptr;
+  api::nvmlDeviceGetFieldValues_fn get_field_values = nullptr;
+  api::nvmlGpmQueryDeviceSupport_fn gpm_query_device_support = nullptr;
+  api::nvmlGpmSampleAlloc_fn gpm_sample_alloc = nullptr;
+  api::nvmlGpmSampleFree_fn gpm_sample_free = nullptr;
+  api::nvmlGpmSampleGet_fn gpm_sample_get = nullptr;
+  api::nvmlGpmMetricsGet_fn gpm_metrics_get = nullptr;
 
  private:
   void* so_;
@@ -285,6 +297,56 @@ void resolve_optional_symbols(NvmlLibrary& lib) {
   lib.get_utilization =
       lib.symbol<nvmlDeviceGetUtilizationRates_fn>("nvmlDeviceGetUtilizationRates");
   lib.get_cpu_affinity = lib.symbol<nvmlDeviceGetCpuAffinity_fn>("nvmlDeviceGetCpuAffinity");
+  lib.get_samples = lib.symbol<nvmlDeviceGetSamples_fn>("nvmlDeviceGetSamples");
+  lib.get_process_utilization =
+      lib.symbol<nvmlDeviceGetProcessUtilization_fn>("nvmlDeviceGetProcessUtilization");
+  lib.get_pcie_throughput =
+      lib.symbol<nvmlDeviceGetPcieThroughput_fn>("nvmlDeviceGetPcieThroughput");
+  lib.get_field_values = lib.symbol<nvmlDeviceGetFieldValues_fn>("nvmlDeviceGetFieldValues");
+  lib.gpm_query_device_support =
+      lib.symbol<nvmlGpmQueryDeviceSupport_fn>("nvmlGpmQueryDeviceSupport");
+  lib.gpm_sample_alloc = lib.symbol<nvmlGpmSampleAlloc_fn>("nvmlGpmSampleAlloc");
+  lib.gpm_sample_free = lib.symbol<nvmlGpmSampleFree_fn>("nvmlGpmSampleFree");
+  lib.gpm_sample_get = lib.symbol<nvmlGpmSampleGet_fn>("nvmlGpmSampleGet");
+  lib.gpm_metrics_get = lib.symbol<nvmlGpmMetricsGet_fn>("nvmlGpmMetricsGet");
+}
+
+// A value of any nvmlValueType_t as a double; empty for a type this code does not know.
+std::optional<double> value_as_double(api::nvmlValueType_t type, const api::nvmlValue_t& value) {
+  switch (type) {
+    case api::NVML_VALUE_TYPE_DOUBLE:
+      return value.dVal;
+    case api::NVML_VALUE_TYPE_UNSIGNED_INT:
+      return value.uiVal;
+    case api::NVML_VALUE_TYPE_UNSIGNED_LONG:
+      return static_cast<double>(value.ulVal);
+    case api::NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+      return static_cast<double>(value.ullVal);
+    case api::NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+      return static_cast<double>(value.sllVal);
+    case api::NVML_VALUE_TYPE_SIGNED_INT:
+      return value.siVal;
+    case api::NVML_VALUE_TYPE_UNSIGNED_SHORT:
+      return value.usVal;
+  }
+  return std::nullopt;
+}
+
+// The size query of NVML's two-call pattern: drivers answer it with NVML_SUCCESS or with
+// NVML_ERROR_INSUFFICIENT_SIZE, both carrying the count.
+bool size_query_ok(api::nvmlReturn_t rc) {
+  return rc == api::NVML_SUCCESS || rc == api::NVML_ERROR_INSUFFICIENT_SIZE;
+}
+
+// Entries can appear between the size query and the read; retry a few times on a short buffer.
+constexpr int kReadAttempts = 3;
+
+double steady_now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+api::nvmlGpmSample_t as_gpm_sample(void* sample) {
+  return static_cast<api::nvmlGpmSample_t>(sample);
 }
 
 }  // namespace
@@ -368,6 +430,226 @@ NvmlSample NvmlDevice::sample() const {
     s.mem_util_pct = utilization.memory;
   }
   return s;
+}
+
+// --- Watch metrics -----------------------------------------------------------------------------
+
+std::vector<UtilSample> NvmlDevice::utilization_samples(NvmlSampleKind kind,
+                                                        std::uint64_t since_timestamp_us) const {
+  std::vector<UtilSample> out;
+  if (!lib_ || !lib_->get_samples) return out;
+  const api::nvmlDevice_t dev = as_device(handle_);
+  const api::nvmlSamplingType_t type = kind == NvmlSampleKind::gpu_utilization
+                                           ? api::NVML_GPU_UTILIZATION_SAMPLES
+                                           : api::NVML_MEMORY_UTILIZATION_SAMPLES;
+  for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
+    api::nvmlValueType_t value_type{};
+    unsigned int count = 0;
+    // NULL buffer: NVML answers how many entries to allocate.
+    if (!size_query_ok(
+            lib_->get_samples(dev, type, since_timestamp_us, &value_type, &count, nullptr)) ||
+        count == 0) {
+      return out;
+    }
+    std::vector<api::nvmlSample_t> buffer(count);
+    const api::nvmlReturn_t rc =
+        lib_->get_samples(dev, type, since_timestamp_us, &value_type, &count, buffer.data());
+    if (rc == api::NVML_ERROR_INSUFFICIENT_SIZE) continue;
+    if (!ok(rc)) return out;  // NVML_ERROR_NOT_FOUND: nothing newer than since_timestamp_us
+    buffer.resize(std::min<std::size_t>(count, buffer.size()));
+    for (const api::nvmlSample_t& sample : buffer) {
+      if (sample.timeStamp <= since_timestamp_us) continue;
+      if (const auto value = value_as_double(value_type, sample.sampleValue)) {
+        out.push_back(UtilSample{sample.timeStamp, *value});
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const UtilSample& a, const UtilSample& b) {
+      return a.timestamp_us < b.timestamp_us;
+    });
+    return out;
+  }
+  return out;
+}
+
+std::vector<ProcessUtil> NvmlDevice::process_utilization(std::uint64_t since_timestamp_us) const {
+  std::vector<ProcessUtil> out;
+  if (!lib_ || !lib_->get_process_utilization) return out;
+  const api::nvmlDevice_t dev = as_device(handle_);
+  for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
+    unsigned int count = 0;
+    if (!size_query_ok(lib_->get_process_utilization(dev, nullptr, &count, since_timestamp_us)) ||
+        count == 0) {
+      return out;
+    }
+    std::vector<api::nvmlProcessUtilizationSample_t> buffer(count);
+    const api::nvmlReturn_t rc =
+        lib_->get_process_utilization(dev, buffer.data(), &count, since_timestamp_us);
+    if (rc == api::NVML_ERROR_INSUFFICIENT_SIZE) continue;
+    if (!ok(rc)) return out;  // NVML_ERROR_NOT_FOUND: no process sampled since the timestamp
+    buffer.resize(std::min<std::size_t>(count, buffer.size()));
+    for (const api::nvmlProcessUtilizationSample_t& p : buffer) {
+      out.push_back(ProcessUtil{p.pid, p.timeStamp, static_cast<double>(p.smUtil),
+                                static_cast<double>(p.memUtil), static_cast<double>(p.encUtil),
+                                static_cast<double>(p.decUtil)});
+    }
+    return out;
+  }
+  return out;
+}
+
+std::optional<PcieThroughput> NvmlDevice::pcie_throughput() const {
+  if (!lib_ || !lib_->get_pcie_throughput) return std::nullopt;
+  const api::nvmlDevice_t dev = as_device(handle_);
+  unsigned int tx_kb = 0, rx_kb = 0;
+  if (!ok(lib_->get_pcie_throughput(dev, api::NVML_PCIE_UTIL_TX_BYTES, &tx_kb)) ||
+      !ok(lib_->get_pcie_throughput(dev, api::NVML_PCIE_UTIL_RX_BYTES, &rx_kb))) {
+    return std::nullopt;
+  }
+  return PcieThroughput{std::uint64_t{tx_kb} * 1024, std::uint64_t{rx_kb} * 1024};
+}
+
+NvmlWatchSample NvmlDevice::watch_sample() const {
+  NvmlWatchSample s;
+  if (!lib_) return s;
+  static_cast<NvmlSample&>(s) = sample();
+  const api::nvmlDevice_t dev = as_device(handle_);
+  api::nvmlMemory_t memory{};
+  if (lib_->get_memory_info && ok(lib_->get_memory_info(dev, &memory))) {
+    s.memory_used_bytes = memory.used;
+  }
+  if (lib_->get_field_values) {
+    api::nvmlFieldValue_t field{};
+    field.fieldId = api::NVML_FI_DEV_MEMORY_TEMP;
+    if (ok(lib_->get_field_values(dev, 1, &field)) && ok(field.nvmlReturn)) {
+      s.memory_temp_c = value_as_double(field.valueType, field.value);
+    }
+  }
+  s.pcie_throughput = pcie_throughput();
+  return s;
+}
+
+GpmSampler NvmlDevice::gpm_sampler() const {
+  return GpmSampler(lib_, handle_);
+}
+
+// --- GpmSampler --------------------------------------------------------------------------------
+
+GpmSampler::GpmSampler(std::shared_ptr<NvmlLibrary> lib, void* device_handle)
+    : lib_(std::move(lib)), device_(device_handle) {
+  if (!lib_) {
+    reason_ = "NVML is not loaded";
+    return;
+  }
+  const NvmlLibrary& l = *lib_;
+  if (!l.gpm_query_device_support || !l.gpm_sample_alloc || !l.gpm_sample_free ||
+      !l.gpm_sample_get || !l.gpm_metrics_get) {
+    reason_ = "NVML library " + l.path() + " has no GPM entry points (driver 520 or newer needed)";
+    return;
+  }
+  api::nvmlGpmSupport_t support{};
+  support.version = api::NVML_GPM_SUPPORT_VERSION;
+  const api::nvmlReturn_t rc = l.gpm_query_device_support(as_device(device_), &support);
+  if (!ok(rc)) {
+    reason_ = "nvmlGpmQueryDeviceSupport failed with " + describe(l, rc);
+    return;
+  }
+  if (!support.isSupportedDevice) {
+    reason_ = "this GPU has no GPM counters (Hopper or newer needed)";
+    return;
+  }
+  for (void*& sample : samples_) {
+    api::nvmlGpmSample_t handle = nullptr;
+    const api::nvmlReturn_t alloc_rc = l.gpm_sample_alloc(&handle);
+    if (!ok(alloc_rc) || !handle) {
+      reason_ = "nvmlGpmSampleAlloc failed with " + describe(l, alloc_rc);
+      release();
+      return;
+    }
+    sample = handle;
+  }
+}
+
+GpmSampler::~GpmSampler() {
+  release();
+}
+
+GpmSampler::GpmSampler(GpmSampler&& other) noexcept
+    : lib_(std::move(other.lib_)),
+      device_(other.device_),
+      taken_(other.taken_),
+      latest_(other.latest_),
+      reason_(std::move(other.reason_)) {
+  for (int i = 0; i < 2; ++i) {
+    samples_[i] = std::exchange(other.samples_[i], nullptr);
+    taken_at_s_[i] = other.taken_at_s_[i];
+  }
+  other.taken_ = 0;
+  other.reason_ = "moved from";
+}
+
+GpmSampler& GpmSampler::operator=(GpmSampler&& other) noexcept {
+  if (this != &other) {
+    release();
+    lib_ = std::move(other.lib_);
+    device_ = other.device_;
+    taken_ = std::exchange(other.taken_, 0);
+    latest_ = other.latest_;
+    reason_ = std::exchange(other.reason_, "moved from");
+    for (int i = 0; i < 2; ++i) {
+      samples_[i] = std::exchange(other.samples_[i], nullptr);
+      taken_at_s_[i] = other.taken_at_s_[i];
+    }
+  }
+  return *this;
+}
+
+void GpmSampler::release() {
+  for (void*& sample : samples_) {
+    if (sample && lib_ && lib_->gpm_sample_free) lib_->gpm_sample_free(as_gpm_sample(sample));
+    sample = nullptr;
+  }
+  taken_ = 0;
+}
+
+bool GpmSampler::take() {
+  if (!available() || !samples_[0] || !samples_[1]) return false;
+  const int next = 1 - latest_;  // overwrite the older buffer
+  if (!ok(lib_->gpm_sample_get(as_device(device_), as_gpm_sample(samples_[next])))) return false;
+  taken_at_s_[next] = steady_now_s();
+  latest_ = next;
+  if (taken_ < 2) ++taken_;
+  return true;
+}
+
+std::optional<GpmMetrics> GpmSampler::metrics() const {
+  if (!available() || taken_ < 2) return std::nullopt;
+  const int older = 1 - latest_;
+  // 333 entries of 40 bytes: on the heap, not the stack.
+  auto request = std::make_unique<api::nvmlGpmMetricsGet_t>();
+  request->version = api::NVML_GPM_METRICS_GET_VERSION;
+  request->sample1 = as_gpm_sample(samples_[older]);
+  request->sample2 = as_gpm_sample(samples_[latest_]);
+  constexpr unsigned int kIds[] = {
+      api::NVML_GPM_METRIC_SM_UTIL,
+      api::NVML_GPM_METRIC_SM_OCCUPANCY,
+      api::NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+      api::NVML_GPM_METRIC_DRAM_BW_UTIL,
+  };
+  for (unsigned int id : kIds) request->metrics[request->numMetrics++].metricId = id;
+  if (!ok(lib_->gpm_metrics_get(request.get()))) return std::nullopt;
+
+  const auto value_of = [&](unsigned int i) -> std::optional<double> {
+    const api::nvmlGpmMetric_t& m = request->metrics[i];
+    if (!ok(m.nvmlReturn)) return std::nullopt;
+    return m.value;
+  };
+  GpmMetrics out;
+  out.interval_s = taken_at_s_[latest_] - taken_at_s_[older];
+  out.sm_active_pct = value_of(0);
+  out.sm_occupancy_pct = value_of(1);
+  out.tensor_active_pct = value_of(2);
+  out.dram_bw_pct = value_of(3);
+  return out;
 }
 
 // --- Nvml --------------------------------------------------------------------------------------

@@ -30,13 +30,13 @@ struct NvmlDeviceInfo {
   std::optional<std::uint64_t> memory_total_bytes;
   std::optional<double> sm_clock_max_mhz;
   std::optional<double> mem_clock_max_mhz;
-  std::optional<double> power_limit_w;         // enforced limit
+  std::optional<double> power_limit_w;  // enforced limit
   std::optional<double> power_default_limit_w;
   std::optional<bool> ecc_enabled;
   std::optional<bool> mig_enabled;
   std::optional<bool> persistence_enabled;
-  std::optional<int> numa_node;               // from sysfs of the PCI device, -1 if none
-  std::optional<std::string> cpu_affinity;     // CPU list, e.g. "0-15"
+  std::optional<int> numa_node;             // from sysfs of the PCI device, -1 if none
+  std::optional<std::string> cpu_affinity;  // CPU list, e.g. "0-15"
   PcieLinkInfo pcie;
 };
 
@@ -55,13 +55,98 @@ struct NvmlSample {
   std::optional<double> mem_util_pct;
 };
 
+// --- Watch metrics (gpubase watch) ---------------------------------------------------------
+// Finer-grained than NvmlSample: the driver's own sample buffers, per-process shares, PCIe
+// traffic and, on Hopper and newer, GPM counters. Timestamps are NVML's CPU timestamps in
+// microseconds; pass the last one seen as since_timestamp_us to read only newer samples.
+
+enum class NvmlSampleKind {
+  gpu_utilization,     // NVML_GPU_UTILIZATION_SAMPLES: percent of time a kernel ran
+  memory_utilization,  // NVML_MEMORY_UTILIZATION_SAMPLES: percent of time memory was accessed
+};
+
+struct UtilSample {
+  std::uint64_t timestamp_us = 0;
+  double value_pct = 0;
+};
+
+// One process's share of the device over NVML's sample window.
+struct ProcessUtil {
+  std::uint32_t pid = 0;
+  std::uint64_t timestamp_us = 0;
+  double sm_pct = 0;
+  double mem_pct = 0;
+  double enc_pct = 0;
+  double dec_pct = 0;
+};
+
+struct PcieThroughput {
+  std::uint64_t tx_bytes_per_s = 0;  // from the GPU
+  std::uint64_t rx_bytes_per_s = 0;  // to the GPU
+};
+
+// NvmlSample plus what watch shows beside it.
+struct NvmlWatchSample : NvmlSample {
+  std::optional<std::uint64_t> memory_used_bytes;
+  std::optional<double> memory_temp_c;  // HBM temperature (NVML_FI_DEV_MEMORY_TEMP)
+  std::optional<PcieThroughput> pcie_throughput;
+};
+
+// GPM metrics between two samples, in percent (0-100) as NVML reports them; a metric the device
+// does not report is empty.
+struct GpmMetrics {
+  double interval_s = 0;                    // between the two samples, by the host's steady clock
+  std::optional<double> sm_active_pct;      // NVML_GPM_METRIC_SM_UTIL
+  std::optional<double> sm_occupancy_pct;   // NVML_GPM_METRIC_SM_OCCUPANCY
+  std::optional<double> tensor_active_pct;  // NVML_GPM_METRIC_ANY_TENSOR_UTIL
+  std::optional<double> dram_bw_pct;        // NVML_GPM_METRIC_DRAM_BW_UTIL
+};
+
 class NvmlLibrary;
+
+// Two GPM sample buffers of one device (RAII: freed with the sampler). take() reads the counters
+// into the older buffer; metrics() computes between the last two takes. When GPM is missing
+// (old driver, pre-Hopper GPU, MIG, no permission) available() is false with a reason and
+// take()/metrics() answer false/empty.
+class GpmSampler {
+ public:
+  GpmSampler(std::shared_ptr<NvmlLibrary> lib, void* device_handle);
+  ~GpmSampler();
+  GpmSampler(GpmSampler&& other) noexcept;
+  GpmSampler& operator=(GpmSampler&& other) noexcept;
+  GpmSampler(const GpmSampler&) = delete;
+  GpmSampler& operator=(const GpmSampler&) = delete;
+
+  bool available() const { return reason_.empty(); }
+  const std::string& unavailable_reason() const { return reason_; }
+  bool take();
+  std::optional<GpmMetrics> metrics() const;
+
+ private:
+  void release();
+
+  std::shared_ptr<NvmlLibrary> lib_;
+  void* device_ = nullptr;
+  void* samples_[2] = {nullptr, nullptr};  // nvmlGpmSample_t
+  double taken_at_s_[2] = {0, 0};
+  int taken_ = 0;   // successful takes, capped at 2
+  int latest_ = 1;  // index of the newest sample
+  std::string reason_;
+};
 
 class NvmlDevice {
  public:
   NvmlDevice(std::shared_ptr<NvmlLibrary> lib, void* handle);
   NvmlDeviceInfo info() const;
   NvmlSample sample() const;
+
+  // Watch metrics; empty when unsupported, never throwing.
+  std::vector<UtilSample> utilization_samples(NvmlSampleKind kind,
+                                              std::uint64_t since_timestamp_us = 0) const;
+  std::vector<ProcessUtil> process_utilization(std::uint64_t since_timestamp_us = 0) const;
+  std::optional<PcieThroughput> pcie_throughput() const;  // NVML's KB/s as bytes/s (x1024)
+  NvmlWatchSample watch_sample() const;
+  GpmSampler gpm_sampler() const;
 
  private:
   std::shared_ptr<NvmlLibrary> lib_;

@@ -117,6 +117,122 @@ struct nvmlPciInfo_t {
   char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];  // "%08X:%02X:%02X.0"
 };
 
+// --- Watch metrics (gpubase watch) ---------------------------------------------------------
+
+// nvmlDeviceGetSamples: the driver's ring buffer of high-resolution samples (about 1/6 s apart).
+enum nvmlSamplingType_t {
+  NVML_TOTAL_POWER_SAMPLES = 0,
+  NVML_GPU_UTILIZATION_SAMPLES = 1,
+  NVML_MEMORY_UTILIZATION_SAMPLES = 2,
+  NVML_ENC_UTILIZATION_SAMPLES = 3,
+  NVML_DEC_UTILIZATION_SAMPLES = 4,
+  NVML_PROCESSOR_CLK_SAMPLES = 5,
+  NVML_MEMORY_CLK_SAMPLES = 6,
+};
+
+// Which member of nvmlValue_t holds a value.
+enum nvmlValueType_t {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+  NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+};
+
+union nvmlValue_t {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+};
+
+struct nvmlSample_t {
+  unsigned long long timeStamp;  // CPU timestamp, microseconds
+  nvmlValue_t sampleValue;
+};
+
+// nvmlDeviceGetProcessUtilization: per-process percentages over the driver's sample window.
+struct nvmlProcessUtilizationSample_t {
+  unsigned int pid;
+  unsigned long long timeStamp;  // CPU timestamp, microseconds
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+};
+
+// nvmlDeviceGetFieldValues: one requested field, answered in place.
+inline constexpr unsigned int NVML_FI_DEV_MEMORY_TEMP = 82;  // HBM temperature, degrees C
+
+struct nvmlFieldValue_t {
+  unsigned int fieldId;   // IN
+  unsigned int scopeId;   // IN: 0 for device-wide fields
+  long long timestamp;    // OUT: microseconds
+  long long latencyUsec;  // OUT
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn;  // OUT: this field's status; value is valid only on NVML_SUCCESS
+  nvmlValue_t value;
+};
+
+// GPM (GPU Performance Monitoring, Hopper and newer, driver 520+): counters read into sample
+// buffers; a metric is computed between two samples.
+struct nvmlGpmSample_st;
+using nvmlGpmSample_t = nvmlGpmSample_st*;
+
+// nvmlGpmMetricId_t: values are percent, 0.0 - 100.0.
+inline constexpr unsigned int NVML_GPM_METRIC_GRAPHICS_UTIL = 1;
+inline constexpr unsigned int NVML_GPM_METRIC_SM_UTIL = 2;  // SM activity
+inline constexpr unsigned int NVML_GPM_METRIC_SM_OCCUPANCY = 3;
+inline constexpr unsigned int NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5;
+inline constexpr unsigned int NVML_GPM_METRIC_DRAM_BW_UTIL = 10;
+
+// nvml.h's array bound (driver 550+). NVML reads and writes only numMetrics entries, so an older
+// library's smaller bound does not matter.
+inline constexpr unsigned int NVML_GPM_METRIC_MAX = 333;
+inline constexpr unsigned int NVML_GPM_METRICS_GET_VERSION = 1;
+inline constexpr unsigned int NVML_GPM_SUPPORT_VERSION = 1;
+
+struct nvmlGpmMetric_t {
+  unsigned int metricId;    // IN: NVML_GPM_METRIC_*
+  nvmlReturn_t nvmlReturn;  // OUT: this metric's status; value is valid only on NVML_SUCCESS
+  double value;             // OUT
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;  // OUT: may be NULL
+};
+
+struct nvmlGpmMetricsGet_t {
+  unsigned int version;     // IN: NVML_GPM_METRICS_GET_VERSION
+  unsigned int numMetrics;  // IN: entries used in metrics[]
+  nvmlGpmSample_t sample1;  // IN: the earlier sample
+  nvmlGpmSample_t sample2;  // IN: the later sample
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+};
+
+struct nvmlGpmSupport_t {
+  unsigned int version;            // IN: NVML_GPM_SUPPORT_VERSION
+  unsigned int isSupportedDevice;  // OUT
+};
+
+static_assert(sizeof(nvmlValue_t) == 8);
+static_assert(sizeof(nvmlSample_t) == 16);
+static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32);
+static_assert(offsetof(nvmlProcessUtilizationSample_t, timeStamp) == 8);
+static_assert(offsetof(nvmlProcessUtilizationSample_t, smUtil) == 16);
+static_assert(sizeof(nvmlFieldValue_t) == 40);
+static_assert(offsetof(nvmlFieldValue_t, value) == 32);
+static_assert(sizeof(nvmlGpmMetric_t) == 40);
+static_assert(offsetof(nvmlGpmMetric_t, value) == 8);
+static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
+static_assert(sizeof(nvmlGpmSupport_t) == 8);
+
 static_assert(sizeof(nvmlMemory_t) == 24);
 static_assert(sizeof(nvmlUtilization_t) == 8);
 static_assert(sizeof(nvmlPciInfo_t) == 68);
@@ -156,5 +272,24 @@ using nvmlDeviceGetUtilizationRates_fn = nvmlReturn_t (*)(nvmlDevice_t device,
                                                           nvmlUtilization_t* utilization);
 using nvmlDeviceGetCpuAffinity_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int cpu_set_size,
                                                      unsigned long* cpu_set);
+// Watch metrics. PCIe throughput is in KB/s; timestamps in microseconds.
+using nvmlDeviceGetSamples_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlSamplingType_t type,
+                                                 unsigned long long last_seen_timestamp,
+                                                 nvmlValueType_t* sample_value_type,
+                                                 unsigned int* sample_count, nvmlSample_t* samples);
+using nvmlDeviceGetProcessUtilization_fn =
+    nvmlReturn_t (*)(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
+                     unsigned int* process_samples_count, unsigned long long last_seen_timestamp);
+using nvmlDeviceGetPcieThroughput_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                        nvmlPcieUtilCounter_t counter,
+                                                        unsigned int* value_kb_per_s);
+using nvmlDeviceGetFieldValues_fn = nvmlReturn_t (*)(nvmlDevice_t device, int values_count,
+                                                     nvmlFieldValue_t* values);
+using nvmlGpmQueryDeviceSupport_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                      nvmlGpmSupport_t* gpm_support);
+using nvmlGpmSampleAlloc_fn = nvmlReturn_t (*)(nvmlGpmSample_t* gpm_sample);
+using nvmlGpmSampleFree_fn = nvmlReturn_t (*)(nvmlGpmSample_t gpm_sample);
+using nvmlGpmSampleGet_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlGpmSample_t gpm_sample);
+using nvmlGpmMetricsGet_fn = nvmlReturn_t (*)(nvmlGpmMetricsGet_t* metrics_get);
 
 }  // namespace gb::sys::nvml_api
