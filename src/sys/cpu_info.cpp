@@ -1,4 +1,5 @@
 // sys/cpu_info.cpp: host facts from /proc, /sys, /etc/os-release and uname; see cpu_info.hpp.
+#include "sys/text_parse.hpp"
 #include "sys/cpu_info.hpp"
 
 #include <sys/utsname.h>
@@ -17,40 +18,7 @@ namespace gb::sys {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-// Calls fn(line) for each line of text, without the newline.
-template <typename Fn>
-void for_each_line(std::string_view text, Fn fn) {
-  while (!text.empty()) {
-    const std::size_t end = text.find('\n');
-    fn(text.substr(0, end));
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
-}
-
-template <typename T>
-std::optional<T> parse_number(std::string_view s, int base = 10) {
-  s = trim(s);
-  T value{};
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value, base);
-  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
-  return value;
-}
-
-std::optional<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return text;
-}
+using namespace text;  // is_space, trim, for_each_line, split_fields, parse_number
 
 }  // namespace
 

@@ -1,4 +1,5 @@
 // sys/diskstats.cpp: /proc/diskstats parser and iostat -x rates; see diskstats.hpp.
+#include "sys/text_parse.hpp"
 #include "sys/diskstats.hpp"
 
 #include <algorithm>
@@ -12,27 +13,7 @@ namespace gb::sys {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::vector<std::string_view> split_fields(std::string_view s) {
-  std::vector<std::string_view> fields;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && is_space(s[i])) ++i;
-    const std::size_t start = i;
-    while (i < s.size() && !is_space(s[i])) ++i;
-    if (i > start) fields.push_back(s.substr(start, i - start));
-  }
-  return fields;
-}
-
-template <typename T>
-std::optional<T> parse_number(std::string_view s) {
-  T value{};
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
-}
+using namespace text;  // is_space, trim, for_each_line, split_fields, parse_number
 
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;

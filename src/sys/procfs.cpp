@@ -1,5 +1,6 @@
 // sys/procfs.cpp: parsers and readers for /proc/stat, /proc/meminfo, /proc/loadavg,
 // /proc/uptime and /proc/<pid>/{stat,status}; see procfs.hpp. Field layouts are proc(5)'s.
+#include "sys/text_parse.hpp"
 #include "sys/procfs.hpp"
 
 #include <algorithm>
@@ -14,52 +15,7 @@ namespace gb::sys {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-template <typename Fn>
-void for_each_line(std::string_view text, Fn fn) {
-  while (!text.empty()) {
-    const std::size_t end = text.find('\n');
-    fn(text.substr(0, end));
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
-}
-
-std::vector<std::string_view> split_fields(std::string_view s) {
-  std::vector<std::string_view> fields;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && is_space(s[i])) ++i;
-    const std::size_t start = i;
-    while (i < s.size() && !is_space(s[i])) ++i;
-    if (i > start) fields.push_back(s.substr(start, i - start));
-  }
-  return fields;
-}
-
-template <typename T>
-std::optional<T> parse_number(std::string_view s) {
-  s = trim(s);
-  T value{};
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
-}
-
-std::optional<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return text;
-}
+using namespace text;  // is_space, trim, for_each_line, split_fields, parse_number
 
 // "1234 kB" -> 1234 * 1024 (the kernel's kB is KiB).
 std::optional<std::uint64_t> parse_kib_as_bytes(std::string_view value) {
