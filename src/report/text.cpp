@@ -121,7 +121,10 @@ std::string telemetry_text(const std::optional<Telemetry>& t) {
 std::string run_subtitle(const Run& run) {
   std::string s = run.tool_version.empty() ? "gpubase" : "gpubase " + run.tool_version;
   if (!run.started_at.empty()) s += ", started " + run.started_at;
-  if (run.duration_s > 0) s += ", took " + format_number(run.duration_s) + " s";
+  if (run.duration_s >= 0.1)
+    s += ", took " + format_number(run.duration_s) + " s";
+  else if (run.duration_s > 0)
+    s += ", took < 0.1 s";
   return s;
 }
 
