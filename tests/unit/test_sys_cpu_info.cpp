@@ -2,6 +2,8 @@
 // (tests/fixtures/proc, tests/fixtures/sys; see the README in each).
 #include <gtest/gtest.h>
 
+#include "fixture_file.hpp"
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -13,16 +15,8 @@ namespace {
 
 const std::string kFixtures = GPUBASE_FIXTURES_DIR;
 
-std::string read_fixture(const std::string& relative_path) {
-  std::ifstream in(kFixtures + "/" + relative_path);
-  EXPECT_TRUE(in.good()) << "missing fixture " << relative_path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 TEST(ParseCpuinfo, ReadsModelAndTopologyOfTheCapturedVm) {
-  const CpuTopology cpu = parse_cpuinfo(read_fixture("proc/cpuinfo"));
+  const CpuTopology cpu = parse_cpuinfo(test::read_fixture("proc/cpuinfo"));
   EXPECT_EQ(cpu.model_name, "AMD EPYC");
   EXPECT_EQ(cpu.logical_cores, 2);
   EXPECT_EQ(cpu.physical_cores, 2);
@@ -32,7 +26,7 @@ TEST(ParseCpuinfo, ReadsModelAndTopologyOfTheCapturedVm) {
 TEST(ParseCpuinfo, CountsSmtSiblingsAsOnePhysicalCore) {
   // The captured file twice over is what a 2-way SMT kernel lists: each (physical id, core id)
   // pair appears once per hardware thread.
-  const std::string once = read_fixture("proc/cpuinfo");
+  const std::string once = test::read_fixture("proc/cpuinfo");
   const CpuTopology cpu = parse_cpuinfo(once + "\n" + once);
   EXPECT_EQ(cpu.logical_cores, 4);
   EXPECT_EQ(cpu.physical_cores, 2);
@@ -45,12 +39,12 @@ TEST(ParseCpuinfo, EmptyTextGivesNoFacts) {
 }
 
 TEST(ParseMeminfo, MemTotalKilobytesAreKibibytes) {
-  EXPECT_EQ(parse_meminfo_total_bytes(read_fixture("proc/meminfo")), 24683584ULL * 1024);
+  EXPECT_EQ(parse_meminfo_total_bytes(test::read_fixture("proc/meminfo")), 24683584ULL * 1024);
   EXPECT_FALSE(parse_meminfo_total_bytes("MemFree: 12 kB\n").has_value());
 }
 
 TEST(ParseOsRelease, PrettyNameLosesItsQuotes) {
-  EXPECT_EQ(parse_os_release_pretty_name(read_fixture("proc/os-release")),
+  EXPECT_EQ(parse_os_release_pretty_name(test::read_fixture("proc/os-release")),
             "Debian GNU/Linux 12 (bookworm)");
   EXPECT_FALSE(parse_os_release_pretty_name("NAME=\"Debian\"\n").has_value());
 }

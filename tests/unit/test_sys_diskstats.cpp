@@ -2,6 +2,8 @@
 // captured ~1.13 s apart while `dd oflag=direct` wrote to vda (tests/fixtures/proc/watch).
 #include <gtest/gtest.h>
 
+#include "fixture_file.hpp"
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -13,18 +15,10 @@ namespace {
 
 const std::string kWatch = std::string(GPUBASE_FIXTURES_DIR) + "/proc/watch";
 
-std::string read_fixture(const std::string& relative_path) {
-  std::ifstream in(kWatch + "/" + relative_path);
-  EXPECT_TRUE(in.good()) << "missing fixture " << relative_path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 constexpr double kIntervalS = 1.13;  // snap2/uptime 5016.95 - snap1/uptime 5015.82
 
 TEST(ParseDiskstats, KeepsWholeDisksAndSkipsLoopAndRamDevices) {
-  const DiskStats d = parse_diskstats(read_fixture("snap1/diskstats"));
+  const DiskStats d = parse_diskstats(test::read_fixture("proc/watch/snap1/diskstats"));
   // The file lists loop0..loop7, vda and zram0.
   ASSERT_EQ(d.size(), 1u);
   const DiskCounters& vda = d.at("vda");
@@ -41,7 +35,7 @@ TEST(ParseDiskstats, KeepsWholeDisksAndSkipsLoopAndRamDevices) {
 TEST(ParseDiskstats, FilterCanKeepVirtualDevices) {
   DiskFilter all;
   all.include_virtual = true;
-  EXPECT_EQ(parse_diskstats(read_fixture("snap1/diskstats"), all).size(), 10u);
+  EXPECT_EQ(parse_diskstats(test::read_fixture("proc/watch/snap1/diskstats"), all).size(), 10u);
 }
 
 TEST(ParseDiskstats, SkipsPartitionsButKeepsMdAndDm) {
@@ -71,8 +65,8 @@ TEST(IsPartitionName, RecognisesCommonSchemes) {
 }
 
 TEST(DiskUsageBetween, DirectWritesMatchIostatFormulas) {
-  const DiskStats a = parse_diskstats(read_fixture("snap1/diskstats"));
-  const DiskStats b = parse_diskstats(read_fixture("snap2/diskstats"));
+  const DiskStats a = parse_diskstats(test::read_fixture("proc/watch/snap1/diskstats"));
+  const DiskStats b = parse_diskstats(test::read_fixture("proc/watch/snap2/diskstats"));
   const DiskUsage u = disk_usage_between(a.at("vda"), b.at("vda"), kIntervalS);
   ASSERT_TRUE(u.reads_per_s && u.writes_per_s && u.read_kb_per_s && u.write_kb_per_s &&
               u.r_await_ms && u.w_await_ms && u.aqu_sz && u.util_pct);
@@ -94,15 +88,15 @@ TEST(DiskUsageBetween, DirectWritesMatchIostatFormulas) {
 }
 
 TEST(DiskUsageBetween, ZeroIntervalGivesNoRates) {
-  const DiskStats a = parse_diskstats(read_fixture("snap1/diskstats"));
-  const DiskStats b = parse_diskstats(read_fixture("snap2/diskstats"));
+  const DiskStats a = parse_diskstats(test::read_fixture("proc/watch/snap1/diskstats"));
+  const DiskStats b = parse_diskstats(test::read_fixture("proc/watch/snap2/diskstats"));
   const DiskUsage u = disk_usage_between(a.at("vda"), b.at("vda"), 0.0);
   EXPECT_FALSE(u.writes_per_s || u.w_await_ms || u.aqu_sz || u.util_pct);
   EXPECT_FALSE(u.reset);
 }
 
 TEST(DiskUsageBetween, CounterWrapIsReportedNotTurnedIntoAHugeRate) {
-  const DiskStats a = parse_diskstats(read_fixture("snap1/diskstats"));
+  const DiskStats a = parse_diskstats(test::read_fixture("proc/watch/snap1/diskstats"));
   DiskCounters later = a.at("vda");
   later.sectors_written = 5;  // 32-bit counters wrap on old kernels; re-created devices restart
   const DiskUsage u = disk_usage_between(a.at("vda"), later, kIntervalS);
@@ -118,8 +112,8 @@ TEST(DiskUsageBetween, UtilIsCappedAtOneHundred) {
 }
 
 TEST(DisksUsageBetween, DeviceOnlyInLaterSampleIsAppeared) {
-  const DiskStats a = parse_diskstats(read_fixture("snap1/diskstats"));
-  const DiskStats b = parse_diskstats(read_fixture("snap2/diskstats") +
+  const DiskStats a = parse_diskstats(test::read_fixture("proc/watch/snap1/diskstats"));
+  const DiskStats b = parse_diskstats(test::read_fixture("proc/watch/snap2/diskstats") +
                                       "8 0 sda 10 0 80 1 0 0 0 0 0 1 1\n");  // hot-plugged
   const std::vector<DiskUsage> u = disks_usage_between(a, b, kIntervalS);
   ASSERT_EQ(u.size(), 2u);

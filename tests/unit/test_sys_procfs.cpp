@@ -3,6 +3,8 @@
 // busy loop ran (tests/fixtures/proc/watch; README.md there says how).
 #include <gtest/gtest.h>
 
+#include "fixture_file.hpp"
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -14,14 +16,6 @@ namespace {
 
 const std::string kWatch = std::string(GPUBASE_FIXTURES_DIR) + "/proc/watch";
 
-std::string read_fixture(const std::string& relative_path) {
-  std::ifstream in(kWatch + "/" + relative_path);
-  EXPECT_TRUE(in.good()) << "missing fixture " << relative_path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The captured tree: bash 3799 -> { "a) (b" 3801 (killed between the snapshots),
 // bash busy loop 3802 -> sleep 3803 }.
 constexpr int kRoot = 3799, kWeird = 3801, kBusy = 3802, kSleep = 3803;
@@ -32,7 +26,7 @@ constexpr double kIntervalS = 1.13;
 // ---- /proc/stat ---------------------------------------------------------------------------
 
 TEST(ParseProcStat, ReadsAggregatePerCpuAndCounters) {
-  const CpuTimes t = parse_proc_stat(read_fixture("snap1/stat"));
+  const CpuTimes t = parse_proc_stat(test::read_fixture("proc/watch/snap1/stat"));
   ASSERT_TRUE(t.aggregate.has_value());
   // "cpu  478262 0 34661 484691 2747 0 335 1470 0 0"
   EXPECT_EQ(t.aggregate->user, 478262u);
@@ -49,8 +43,8 @@ TEST(ParseProcStat, ReadsAggregatePerCpuAndCounters) {
 }
 
 TEST(CpuUsageBetween, TotalSharesAreOfTheElapsedTicks) {
-  const CpuUsage u = cpu_usage_between(parse_proc_stat(read_fixture("snap1/stat")),
-                                       parse_proc_stat(read_fixture("snap2/stat")), kIntervalS);
+  const CpuUsage u = cpu_usage_between(parse_proc_stat(test::read_fixture("proc/watch/snap1/stat")),
+                                       parse_proc_stat(test::read_fixture("proc/watch/snap2/stat")), kIntervalS);
   ASSERT_TRUE(u.total.has_value());
   // Deltas: user 478420-478262 = 158, system 34677-34661 = 16, idle 0, iowait 0, softirq 0,
   // steal 1516-1470 = 46; total 220 ticks (2 CPUs x ~1.1 s).
@@ -62,8 +56,8 @@ TEST(CpuUsageBetween, TotalSharesAreOfTheElapsedTicks) {
 }
 
 TEST(CpuUsageBetween, PerCoreSharesUseEachCoresTicks) {
-  const CpuUsage u = cpu_usage_between(parse_proc_stat(read_fixture("snap1/stat")),
-                                       parse_proc_stat(read_fixture("snap2/stat")), kIntervalS);
+  const CpuUsage u = cpu_usage_between(parse_proc_stat(test::read_fixture("proc/watch/snap1/stat")),
+                                       parse_proc_stat(test::read_fixture("proc/watch/snap2/stat")), kIntervalS);
   ASSERT_EQ(u.per_cpu.size(), 2u);
   // cpu0: user 232759-232678 = 81, system 16843-16837 = 6, steal 724-701 = 23; total 110.
   EXPECT_NEAR(u.per_cpu.at(0).user_pct, 81.0 / 110 * 100, 1e-9);
@@ -74,8 +68,8 @@ TEST(CpuUsageBetween, PerCoreSharesUseEachCoresTicks) {
 }
 
 TEST(CpuUsageBetween, ContextSwitchesPerSecondAndRunQueue) {
-  const CpuUsage u = cpu_usage_between(parse_proc_stat(read_fixture("snap1/stat")),
-                                       parse_proc_stat(read_fixture("snap2/stat")), kIntervalS);
+  const CpuUsage u = cpu_usage_between(parse_proc_stat(test::read_fixture("proc/watch/snap1/stat")),
+                                       parse_proc_stat(test::read_fixture("proc/watch/snap2/stat")), kIntervalS);
   // ctxt 1804627 - 1803493 = 1134 over 1.13 s = 1003.5/s
   ASSERT_TRUE(u.context_switches_per_s.has_value());
   EXPECT_NEAR(*u.context_switches_per_s, 1134 / 1.13, 1e-9);
@@ -94,15 +88,15 @@ TEST(CpuUsageBetween, BusyExcludesIdleAndIowait) {
 }
 
 TEST(CpuUsageBetween, ZeroIntervalGivesNoRateButStillShares) {
-  const CpuTimes a = parse_proc_stat(read_fixture("snap1/stat"));
-  const CpuTimes b = parse_proc_stat(read_fixture("snap2/stat"));
+  const CpuTimes a = parse_proc_stat(test::read_fixture("proc/watch/snap1/stat"));
+  const CpuTimes b = parse_proc_stat(test::read_fixture("proc/watch/snap2/stat"));
   const CpuUsage u = cpu_usage_between(a, b, 0.0);
   EXPECT_FALSE(u.context_switches_per_s.has_value());
   EXPECT_TRUE(u.total.has_value());
 }
 
 TEST(CpuUsageBetween, SameSampleTwiceHasNoShares) {
-  const CpuTimes a = parse_proc_stat(read_fixture("snap1/stat"));
+  const CpuTimes a = parse_proc_stat(test::read_fixture("proc/watch/snap1/stat"));
   const CpuUsage u = cpu_usage_between(a, a, 1.0);
   EXPECT_FALSE(u.total.has_value());  // 0 ticks elapsed: no 0/0
   EXPECT_TRUE(u.per_cpu.empty());
@@ -128,7 +122,7 @@ TEST(ReadProcStat, ReadsFromTheGivenRoot) {
 // ---- meminfo, loadavg, uptime -------------------------------------------------------------
 
 TEST(ParseMeminfo, ReadsTheWatchedFieldsInBytes) {
-  const MemInfo m = parse_meminfo(read_fixture("snap1/meminfo"));
+  const MemInfo m = parse_meminfo(test::read_fixture("proc/watch/snap1/meminfo"));
   EXPECT_EQ(m.total_bytes, 24683584ULL * 1024);
   EXPECT_EQ(m.available_bytes, 23944656ULL * 1024);
   EXPECT_EQ(m.cached_bytes, 571184ULL * 1024);  // "Cached:", not "SwapCached:"
@@ -144,7 +138,7 @@ TEST(ParseMeminfo, MissingFieldsStayEmpty) {
 }
 
 TEST(ParseLoadavg, ReadsLoadsAndTaskCounts) {
-  const auto l = parse_loadavg(read_fixture("snap1/loadavg"));  // "2.65 0.94 1.05 6/114 3848"
+  const auto l = parse_loadavg(test::read_fixture("proc/watch/snap1/loadavg"));  // "2.65 0.94 1.05 6/114 3848"
   ASSERT_TRUE(l.has_value());
   EXPECT_DOUBLE_EQ(l->load_1m, 2.65);
   EXPECT_DOUBLE_EQ(l->load_15m, 1.05);
@@ -154,14 +148,14 @@ TEST(ParseLoadavg, ReadsLoadsAndTaskCounts) {
 }
 
 TEST(ParseUptime, FirstFieldIsSecondsSinceBoot) {
-  EXPECT_DOUBLE_EQ(*parse_uptime_s(read_fixture("snap2/uptime")), 5016.95);
+  EXPECT_DOUBLE_EQ(*parse_uptime_s(test::read_fixture("proc/watch/snap2/uptime")), 5016.95);
   EXPECT_FALSE(parse_uptime_s("").has_value());
 }
 
 // ---- /proc/<pid> ----------------------------------------------------------------------------
 
 TEST(ParsePidStat, CommWithParenthesesEndsAtTheLastParen) {
-  const auto s = parse_pid_stat(read_fixture("snap1/3801/stat"));  // a real "a) (b" process
+  const auto s = parse_pid_stat(test::read_fixture("proc/watch/snap1/3801/stat"));  // a real "a) (b" process
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->pid, kWeird);
   EXPECT_EQ(s->comm, "a) (b");
@@ -173,7 +167,7 @@ TEST(ParsePidStat, CommWithParenthesesEndsAtTheLastParen) {
 }
 
 TEST(ParsePidStat, ReadsCpuTicksOfTheBusyLoop) {
-  const auto s = parse_pid_stat(read_fixture("snap2/3802/stat"));
+  const auto s = parse_pid_stat(test::read_fixture("proc/watch/snap2/3802/stat"));
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->comm, "bash");
   EXPECT_EQ(s->state, 'R');
@@ -187,7 +181,7 @@ TEST(ParsePidStat, RejectsTruncatedText) {
 }
 
 TEST(ParsePidStatus, ReadsContextSwitchesAndRss) {
-  const ProcStatus s = parse_pid_status(read_fixture("snap1/3802/status"));
+  const ProcStatus s = parse_pid_status(test::read_fixture("proc/watch/snap1/3802/status"));
   EXPECT_EQ(s.voluntary_ctxt_switches, 0u);
   EXPECT_EQ(s.nonvoluntary_ctxt_switches, 242u);
   EXPECT_EQ(s.vm_rss_bytes, 3132ULL * 1024);
