@@ -112,6 +112,13 @@ Json to_json(const Run& run) {
                          {"status", std::string(to_string(c.status))},
                          {"evidence", c.evidence},
                          {"advice", c.advice}});
+  Json findings = Json::array();
+  for (const auto& f : run.findings)
+    findings.push_back({{"id", f.id},
+                        {"status", std::string(to_string(f.status))},
+                        {"title", f.title},
+                        {"evidence", f.evidence},
+                        {"advice", f.advice}});
   return Json{
       {"schema", "gpubase.run"},
       {"schema_version", run.schema_version},
@@ -122,6 +129,7 @@ Json to_json(const Run& run) {
       {"environment", env},
       {"results", results},
       {"checklist", checklist},
+      {"findings", findings},
   };
 }
 
@@ -177,6 +185,15 @@ Run run_from_json(const Json& j) {
       c.evidence = jc.value("evidence", "");
       c.advice = jc.value("advice", "");
       run.checklist.push_back(std::move(c));
+    }
+    for (const auto& jf : j.value("findings", Json::array())) {
+      Finding f;
+      f.id = jf.at("id");
+      f.status = status_from(jf.at("status"));
+      f.title = jf.value("title", "");
+      f.evidence = jf.value("evidence", "");
+      f.advice = jf.value("advice", "");
+      run.findings.push_back(std::move(f));
     }
     return run;
   } catch (const nlohmann::json::exception& e) {

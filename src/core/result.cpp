@@ -108,6 +108,7 @@ Status Run::worst_status() const {
   };
   for (const auto& r : results) consider(r.status);
   for (const auto& c : checklist) consider(c.status);
+  for (const auto& f : findings) consider(f.status);
   return worst;
 }
 

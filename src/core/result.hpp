@@ -104,6 +104,17 @@ struct ChecklistRow {
   std::string advice;
 };
 
+// One diagnosis of a monitored job (gpubase watch): what holds it back, the measured evidence
+// and what to do. id is stable ("input_bound_cpu", "storage_bound", "too_many_workers",
+// "tensor_cores_unused", ...); status pass says the job looks healthy in that respect.
+struct Finding {
+  std::string id;
+  Status status = Status::info;
+  std::string title;     // "input-bound on CPU"
+  std::string evidence;  // "GPU busy 41 % while 8 loader processes hold 8 of 8 cores at 97 %"
+  std::string advice;    // "add loader workers ..."
+};
+
 struct Run {
   int schema_version = kSchemaVersion;
   std::string tool_version;
@@ -113,6 +124,7 @@ struct Run {
   std::vector<Fact> environment;
   std::vector<Result> results;
   std::vector<ChecklistRow> checklist;
+  std::vector<Finding> findings;  // most important first; empty for suites without diagnosis
 
   const Result* find(std::string_view key) const;
   std::optional<std::string> fact(std::string_view key) const;

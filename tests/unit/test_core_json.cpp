@@ -52,6 +52,9 @@ gb::Run full_run() {
   run.checklist.push_back({"gpu_util", "GPU utilization during training", "> 95 %", std::nullopt,
                            gb::Status::skipped, "measured by `gpubase watch -- CMD` (not run)",
                            ""});
+  run.findings.push_back({"input_bound_cpu", gb::Status::fail, "input-bound on CPU",
+                          "GPU busy 41 % while 1 loader process holds a core at 99 %",
+                          "add loader workers"});
   return run;
 }
 
@@ -136,6 +139,14 @@ TEST(JsonRoundTrip, EveryFieldComesBackUnchanged) {
     EXPECT_EQ(back.checklist[i].status, run.checklist[i].status);
     EXPECT_EQ(back.checklist[i].evidence, run.checklist[i].evidence);
     EXPECT_EQ(back.checklist[i].advice, run.checklist[i].advice);
+  }
+  ASSERT_EQ(back.findings.size(), run.findings.size());
+  for (std::size_t i = 0; i < run.findings.size(); ++i) {
+    EXPECT_EQ(back.findings[i].id, run.findings[i].id);
+    EXPECT_EQ(back.findings[i].status, run.findings[i].status);
+    EXPECT_EQ(back.findings[i].title, run.findings[i].title);
+    EXPECT_EQ(back.findings[i].evidence, run.findings[i].evidence);
+    EXPECT_EQ(back.findings[i].advice, run.findings[i].advice);
   }
 }
 
