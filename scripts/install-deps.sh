@@ -3,7 +3,8 @@
 # The CUDA toolkit (nvcc, cuBLASLt, cuDNN) is expected under /usr/local/cuda already.
 # For hosts without a package registry use scripts/make-deps.sh + scripts/build-offline.sh.
 set -euo pipefail
-PACKAGES=(cmake g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev)
+PACKAGES=(cmake g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libturbojpeg0-dev
+          zlib1g-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,65 @@
+// tests/unit/test_data_util.hpp: helpers for the dataset tests: a temporary directory removed at
+// the end of the test, small real JPEGs (TurboJPEG), file writes, and where the shared
+// Fashion-MNIST files are (../shared/data from the project root; GPUBASE_SHARED_DATA overrides).
+#pragma once
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "data/jpeg.hpp"
+
+namespace gb::test {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "gb_data_test_XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& b) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+inline std::vector<std::uint8_t> bytes_of(const std::string& s) {
+  return std::vector<std::uint8_t>(s.begin(), s.end());
+}
+
+// A real w x h JPEG whose pixels depend on `seed`, so different seeds give different bytes.
+inline std::vector<std::uint8_t> small_jpeg(int w, int h, unsigned seed) {
+  std::vector<std::uint8_t> rgb(static_cast<std::size_t>(w) * h * 3);
+  for (std::size_t i = 0; i < rgb.size(); ++i) {
+    rgb[i] = static_cast<std::uint8_t>((i * 7 + seed * 31 + (i / 3 / w) * seed) & 0xFF);
+  }
+  std::vector<std::uint8_t> out;
+  data::JpegEncoder().encode_rgb(rgb, w, h, 90, data::ChromaSubsampling::s420, out);
+  return out;
+}
+
+inline std::filesystem::path shared_data_dir() {
+  if (const char* env = std::getenv("GPUBASE_SHARED_DATA")) return env;
+  return std::filesystem::path(GPUBASE_FIXTURES_DIR) / ".." / ".." / ".." / "shared" / "data";
+}
+
+}  // namespace gb::test
