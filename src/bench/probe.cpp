@@ -40,26 +40,9 @@ void skip_gpu_sections(const ProbeOptions& options, const std::string& reason, R
   }
 }
 
-std::string text_or_na(const std::optional<std::string>& v) { return v ? *v : "N/A"; }
-std::string int_or_na(const std::optional<int>& v) { return v ? std::to_string(*v) : "N/A"; }
-
 // Host facts need no GPU: they are reported on every machine.
 void add_host_facts(ResultSink& sink) {
-  const sys::HostInfo host = sys::read_host_info();
-  sink.add_fact({"host.cpu_model", "CPU", text_or_na(host.cpu.model_name)});
-  sink.add_fact({"host.logical_cores", "logical cores", int_or_na(host.cpu.logical_cores)});
-  sink.add_fact({"host.physical_cores", "physical cores", int_or_na(host.cpu.physical_cores)});
-  sink.add_fact({"host.sockets", "sockets", int_or_na(host.cpu.sockets)});
-  sink.add_fact({"host.numa_nodes", "NUMA nodes", int_or_na(host.numa_nodes)});
-  std::string memory = "N/A";
-  if (host.memory_total_bytes) {
-    memory = std::to_string(static_cast<long long>(
-                 static_cast<double>(*host.memory_total_bytes) / (1024.0 * 1024 * 1024) + 0.5)) +
-             " GiB";
-  }
-  sink.add_fact({"host.memory", "host memory", memory});
-  sink.add_fact({"host.kernel", "kernel", text_or_na(host.kernel_release)});
-  sink.add_fact({"host.os", "OS", text_or_na(host.os_pretty_name)});
+  for (Fact& f : sys::host_facts(sys::read_host_info())) sink.add_fact(std::move(f));
 }
 
 }  // namespace

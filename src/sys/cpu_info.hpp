@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.hpp"
+
 namespace gb::sys {
 
 // What /proc/cpuinfo says about the processors.
@@ -54,6 +56,9 @@ std::optional<int> count_numa_nodes(const std::string& numa_node_dir);
 std::optional<std::string> kernel_release();
 
 HostInfo read_host_info(const HostPaths& paths = {});
+// The run's host facts (host.cpu_model, host.logical_cores, ... docs/results.md); "N/A" for
+// what could not be read.
+std::vector<Fact> host_facts(const HostInfo& host);
 
 // A PCI bus id in CUDA's form, "0000:3B:00.0" (4-digit domain, uppercase hex), from any
 // spelling NVML, CUDA or sysfs use ("00000000:3b:00.0", "3b:00.0"); empty if it is not one.

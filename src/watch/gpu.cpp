@@ -1,0 +1,124 @@
+// watch/gpu.cpp: GPU figures of an interval from NVML.
+#include "watch/gpu.hpp"
+
+#include <map>
+
+#include "sys/text_parse.hpp"
+
+namespace gb::watch {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::uint64_t latest_timestamp(const std::vector<sys::UtilSample>& samples, std::uint64_t since) {
+  for (const sys::UtilSample& s : samples) since = std::max(since, s.timestamp_us);
+  return since;
+}
+
+}  // namespace
+
+std::optional<double> mean_of(const std::vector<sys::UtilSample>& samples) {
+  if (samples.empty()) return std::nullopt;
+  double sum = 0;
+  for (const sys::UtilSample& s : samples) sum += s.value_pct;
+  return sum / static_cast<double>(samples.size());
+}
+
+bool in_nested_pid_namespace(const std::string& proc_root) {
+  const auto status = sys::text::read_text_file(proc_root + "/self/status");
+  if (!status) return false;
+  bool nested = false;
+  sys::text::for_each_line(*status, [&](std::string_view line) {
+    if (line.substr(0, 6) == "NSpid:") nested = sys::text::split_fields(line.substr(6)).size() > 1;
+  });
+  return nested;
+}
+
+GpuReader::GpuReader(sys::NvmlDevice device)
+    : device_(std::move(device)), gpm_(device_.gpm_sampler()) {
+  last_util_us_ = latest_timestamp(
+      device_.utilization_samples(sys::NvmlSampleKind::gpu_utilization), 0);
+  last_mem_util_us_ = latest_timestamp(
+      device_.utilization_samples(sys::NvmlSampleKind::memory_utilization), 0);
+  for (const sys::ProcessUtil& p : device_.process_utilization())
+    last_process_us_ = std::max(last_process_us_, p.timestamp_us);
+  if (gpm_.available()) gpm_.take();
+  if (in_nested_pid_namespace())
+    attribution_reason_ =
+        "gpubase runs in a container's PID namespace: NVML reports host pids, which do not "
+        "match the job's pids here";
+}
+
+std::string GpuReader::gpm_unavailable_reason() const { return gpm_.unavailable_reason(); }
+
+GpuInterval GpuReader::read(const std::set<int>& job_pids) {
+  GpuInterval g;
+  const sys::NvmlWatchSample s = device_.watch_sample();
+
+  const auto util = device_.utilization_samples(sys::NvmlSampleKind::gpu_utilization,
+                                                last_util_us_);
+  last_util_us_ = latest_timestamp(util, last_util_us_);
+  // No driver sample inside a short interval: fall back to the device's current figure.
+  g.util_pct = mean_of(util) ? mean_of(util) : s.gpu_util_pct;
+  const auto mem = device_.utilization_samples(sys::NvmlSampleKind::memory_utilization,
+                                               last_mem_util_us_);
+  last_mem_util_us_ = latest_timestamp(mem, last_mem_util_us_);
+  g.mem_util_pct = mean_of(mem) ? mean_of(mem) : s.mem_util_pct;
+
+  if (gpm_.available() && gpm_.take()) {
+    if (const auto m = gpm_.metrics()) {
+      g.sm_active_pct = m->sm_active_pct;
+      g.sm_occupancy_pct = m->sm_occupancy_pct;
+      g.tensor_active_pct = m->tensor_active_pct;
+      g.dram_bw_pct = m->dram_bw_pct;
+    }
+  }
+
+  g.power_w = s.power_w;
+  g.sm_clock_mhz = s.sm_clock_mhz;
+  g.mem_clock_mhz = s.mem_clock_mhz;
+  g.temp_c = s.temp_c;
+  g.memory_temp_c = s.memory_temp_c;
+  if (s.memory_used_bytes) g.memory_used_gib = static_cast<double>(*s.memory_used_bytes) / kGiB;
+  if (s.pcie_throughput) {
+    g.pcie_rx_gbps = static_cast<double>(s.pcie_throughput->rx_bytes_per_s) / 1e9;
+    g.pcie_tx_gbps = static_cast<double>(s.pcie_throughput->tx_bytes_per_s) / 1e9;
+  }
+  g.throttle_reasons = s.throttle_reasons;
+  g.pcie_gen = s.pcie_gen;
+  g.pcie_width = s.pcie_width;
+
+  // Per-process shares: NVML lists one entry per process and driver sample; average each
+  // process over its entries, then add up the job's processes.
+  const auto procs = device_.process_utilization(last_process_us_);
+  std::map<std::uint32_t, std::pair<double, int>> per_pid;  // pid -> (sum of sm %, entries)
+  for (const sys::ProcessUtil& p : procs) {
+    last_process_us_ = std::max(last_process_us_, p.timestamp_us);
+    auto& [sum, n] = per_pid[p.pid];
+    sum += p.sm_pct;
+    ++n;
+  }
+  if (attribution_reason_.empty()) {
+    double job = 0;
+    int others = 0;
+    for (const auto& [pid, acc] : per_pid) {
+      if (job_pids.count(static_cast<int>(pid))) {
+        job += acc.first / acc.second;
+      } else {
+        ++others;
+        g.other_pids.push_back(pid);
+      }
+    }
+    // An empty list while the GPU was busy means per-process accounting is not reported
+    // (older GPUs, some vGPU setups): leave the share unknown rather than claim 0.
+    const bool busy = g.util_pct && *g.util_pct > 5.0;
+    if (!per_pid.empty() || !busy) {
+      g.job_sm_pct = job;
+      g.other_processes = others;
+    }
+  }
+  return g;
+}
+
+}  // namespace gb::watch

@@ -1,0 +1,99 @@
+// watch/sampler.cpp: one interval from host, GPU and perf readers.
+#include "watch/sampler.hpp"
+
+#include <ctime>
+#include <set>
+#include <unistd.h>
+
+namespace gb::watch {
+
+double self_cpu_seconds() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+Sampler::Sampler(SamplerConfig config, std::unique_ptr<GpuReader> gpu, PerfReader perf)
+    : config_(std::move(config)),
+      host_(config_.proc_root, config_.root_pids, config_.tree_rescan_s),
+      gpu_(std::move(gpu)),
+      perf_(std::move(perf)) {
+  if (const long t = sysconf(_SC_CLK_TCK); t > 0) clk_tck_ = t;
+  if (const long p = sysconf(_SC_PAGESIZE); p > 0) page_size_ = static_cast<std::uint64_t>(p);
+  if (!config_.capture_dir.empty()) write_capture_roots(config_.capture_dir, config_.root_pids);
+}
+
+void Sampler::start(double now_s) {
+  const HostFiles files = host_.read(now_s);
+  if (!config_.capture_dir.empty()) write_capture_step(config_.capture_dir, step_++, files);
+  last_ = parse_host_files(files);
+  last_t_ = now_s;
+  last_self_cpu_s_ = self_cpu_seconds();
+  if (perf_) perf_(0);  // sets the counters' baseline
+}
+
+WatchSample Sampler::sample(double now_s) {
+  WatchSample s;
+  s.t_s = now_s;
+  s.interval_s = now_s - last_t_;
+
+  const HostFiles files = host_.read(now_s);
+  if (!config_.capture_dir.empty()) write_capture_step(config_.capture_dir, step_++, files);
+  HostSnapshot snap = parse_host_files(files);
+  HostInterval h = host_interval(last_, snap, s.interval_s, clk_tck_, page_size_);
+  s.cpu = std::move(h.cpu);
+  s.job = std::move(h.job);
+  s.mem = h.mem;
+  s.disk = std::move(h.disk);
+  last_ = std::move(snap);
+
+  if (gpu_) {
+    const std::set<int> pids(host_.tree().begin(), host_.tree().end());
+    s.gpu = gpu_->read(pids);
+  }
+  if (perf_) s.perf = perf_(s.interval_s);
+
+  const double self = self_cpu_seconds();
+  if (s.interval_s > 0) s.sampler_cpu_pct = 100.0 * (self - last_self_cpu_s_) / s.interval_s;
+  last_self_cpu_s_ = self;
+  last_t_ = now_s;
+  return s;
+}
+
+std::vector<WatchSample> replay_capture(const std::filesystem::path& dir, GpuReader* gpu) {
+  const auto steps = capture_steps(dir);
+  const auto roots = capture_roots(dir);
+  long clk_tck = sysconf(_SC_CLK_TCK);
+  if (clk_tck <= 0) clk_tck = 100;
+  std::vector<WatchSample> samples;
+  std::optional<HostSnapshot> last;
+  double t0 = 0, t_last = 0;
+  for (const auto& step : steps) {
+    HostReader reader(step.string(), roots);
+    HostSnapshot snap = parse_host_files(reader.read(0));
+    const double t = snap.uptime_s.value_or(t_last + 1.0);
+    if (!last) {
+      t0 = t;
+    } else {
+      WatchSample s;
+      s.t_s = t - t0;
+      s.interval_s = t - t_last;
+      HostInterval h = host_interval(*last, snap, s.interval_s, clk_tck);
+      s.cpu = std::move(h.cpu);
+      s.job = std::move(h.job);
+      s.mem = h.mem;
+      s.disk = std::move(h.disk);
+      if (gpu) {
+        std::set<int> pids;
+        for (const auto& [pid, p] : snap.processes) pids.insert(pid);
+        s.gpu = gpu->read(pids);
+      }
+      samples.push_back(std::move(s));
+    }
+    last = std::move(snap);
+    t_last = t;
+  }
+  return samples;
+}
+
+}  // namespace gb::watch

@@ -1,0 +1,187 @@
+// watch/series_io.cpp: CSV and JSON-lines writers for the watch time series.
+#include "watch/series_io.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace gb::watch {
+
+namespace {
+
+using Getter = std::function<std::optional<double>(const WatchSample&)>;
+
+template <typename T>
+std::optional<double> d(const std::optional<T>& v) {
+  if (!v) return std::nullopt;
+  return static_cast<double>(*v);
+}
+
+struct Column {
+  const char* name;
+  Getter get;
+};
+
+const std::vector<Column>& columns() {
+  static const std::vector<Column> cols = {
+      {"t_s", [](const WatchSample& s) { return std::optional<double>(s.t_s); }},
+      {"interval_s", [](const WatchSample& s) { return std::optional<double>(s.interval_s); }},
+      {"gpu_util_pct", [](const WatchSample& s) { return s.gpu.util_pct; }},
+      {"gpu_mem_util_pct", [](const WatchSample& s) { return s.gpu.mem_util_pct; }},
+      {"gpu_sm_active_pct", [](const WatchSample& s) { return s.gpu.sm_active_pct; }},
+      {"gpu_sm_occupancy_pct", [](const WatchSample& s) { return s.gpu.sm_occupancy_pct; }},
+      {"gpu_tensor_active_pct", [](const WatchSample& s) { return s.gpu.tensor_active_pct; }},
+      {"gpu_dram_bw_pct", [](const WatchSample& s) { return s.gpu.dram_bw_pct; }},
+      {"gpu_power_w", [](const WatchSample& s) { return s.gpu.power_w; }},
+      {"gpu_sm_clock_mhz", [](const WatchSample& s) { return s.gpu.sm_clock_mhz; }},
+      {"gpu_mem_clock_mhz", [](const WatchSample& s) { return s.gpu.mem_clock_mhz; }},
+      {"gpu_temp_c", [](const WatchSample& s) { return s.gpu.temp_c; }},
+      {"gpu_memory_temp_c", [](const WatchSample& s) { return s.gpu.memory_temp_c; }},
+      {"gpu_memory_used_gib", [](const WatchSample& s) { return s.gpu.memory_used_gib; }},
+      {"gpu_pcie_rx_gbps", [](const WatchSample& s) { return s.gpu.pcie_rx_gbps; }},
+      {"gpu_pcie_tx_gbps", [](const WatchSample& s) { return s.gpu.pcie_tx_gbps; }},
+      {"gpu_pcie_gen", [](const WatchSample& s) { return d(s.gpu.pcie_gen); }},
+      {"gpu_pcie_width", [](const WatchSample& s) { return d(s.gpu.pcie_width); }},
+      {"gpu_throttle_reasons", [](const WatchSample& s) { return d(s.gpu.throttle_reasons); }},
+      {"gpu_job_sm_pct", [](const WatchSample& s) { return s.gpu.job_sm_pct; }},
+      {"gpu_other_processes", [](const WatchSample& s) { return d(s.gpu.other_processes); }},
+      {"cpu_mean_core_pct", [](const WatchSample& s) { return s.cpu.mean_core_pct; }},
+      {"cpu_busiest_core_pct", [](const WatchSample& s) { return s.cpu.busiest_core_pct; }},
+      {"cpu_busiest_core", [](const WatchSample& s) { return d(s.cpu.busiest_core); }},
+      {"cpu_saturated_cores", [](const WatchSample& s) { return d(s.cpu.saturated_cores); }},
+      {"cpu_user_pct", [](const WatchSample& s) { return s.cpu.user_pct; }},
+      {"cpu_system_pct", [](const WatchSample& s) { return s.cpu.system_pct; }},
+      {"cpu_iowait_pct", [](const WatchSample& s) { return s.cpu.iowait_pct; }},
+      {"cpu_steal_pct", [](const WatchSample& s) { return s.cpu.steal_pct; }},
+      {"cpu_ctx_switches_per_s", [](const WatchSample& s) { return s.cpu.ctx_switches_per_s; }},
+      {"cpu_run_queue", [](const WatchSample& s) { return d(s.cpu.run_queue); }},
+      {"cpu_blocked", [](const WatchSample& s) { return d(s.cpu.blocked); }},
+      {"job_alive", [](const WatchSample& s) { return std::optional<double>(s.job.alive); }},
+      {"job_cpu_pct", [](const WatchSample& s) { return s.job.cpu_pct; }},
+      {"job_processes", [](const WatchSample& s) { return d(std::optional<int>(s.job.processes)); }},
+      {"job_active_processes",
+       [](const WatchSample& s) { return d(std::optional<int>(s.job.active_processes)); }},
+      {"job_saturated_processes",
+       [](const WatchSample& s) { return d(std::optional<int>(s.job.saturated_processes)); }},
+      {"job_threads", [](const WatchSample& s) { return d(std::optional<int>(s.job.threads)); }},
+      {"job_voluntary_cs_per_s", [](const WatchSample& s) { return s.job.voluntary_cs_per_s; }},
+      {"job_involuntary_cs_per_s",
+       [](const WatchSample& s) { return s.job.involuntary_cs_per_s; }},
+      {"job_rss_gib", [](const WatchSample& s) { return s.job.rss_gib; }},
+      {"mem_total_gib", [](const WatchSample& s) { return s.mem.total_gib; }},
+      {"mem_available_gib", [](const WatchSample& s) { return s.mem.available_gib; }},
+      {"mem_page_cache_gib", [](const WatchSample& s) { return s.mem.page_cache_gib; }},
+      {"disk_busiest_util_pct", [](const WatchSample& s) { return s.disk.util_pct; }},
+      {"disk_busiest_r_await_ms", [](const WatchSample& s) { return s.disk.r_await_ms; }},
+      {"disk_busiest_queue", [](const WatchSample& s) { return s.disk.queue; }},
+      {"disk_read_mbps", [](const WatchSample& s) { return s.disk.read_mbps; }},
+      {"disk_write_mbps", [](const WatchSample& s) { return s.disk.write_mbps; }},
+      {"disk_reads_per_s", [](const WatchSample& s) { return s.disk.reads_per_s; }},
+      {"disk_writes_per_s", [](const WatchSample& s) { return s.disk.writes_per_s; }},
+      {"perf_ipc", [](const WatchSample& s) { return s.perf.ipc; }},
+      {"perf_task_clock_cores", [](const WatchSample& s) { return s.perf.task_clock_cores; }},
+      {"perf_context_switches_per_s",
+       [](const WatchSample& s) { return s.perf.context_switches_per_s; }},
+      {"perf_migrations_per_s", [](const WatchSample& s) { return s.perf.migrations_per_s; }},
+      {"perf_page_faults_per_s", [](const WatchSample& s) { return s.perf.page_faults_per_s; }},
+      {"perf_cache_misses_per_s", [](const WatchSample& s) { return s.perf.cache_misses_per_s; }},
+      {"perf_instructions_per_s",
+       [](const WatchSample& s) { return s.perf.instructions_per_s; }},
+      {"sampler_cpu_pct", [](const WatchSample& s) { return s.sampler_cpu_pct; }},
+  };
+  return cols;
+}
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e15)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+constexpr std::size_t kTopProcesses = 8;
+
+}  // namespace
+
+SeriesFormat series_format_for(const std::string& path) {
+  const auto dot = path.rfind('.');
+  if (dot != std::string::npos && path.substr(dot) == ".csv") return SeriesFormat::csv;
+  return SeriesFormat::jsonl;
+}
+
+std::vector<std::string> series_columns() {
+  std::vector<std::string> names;
+  for (const Column& c : columns()) names.emplace_back(c.name);
+  return names;
+}
+
+std::string csv_header() {
+  std::string line;
+  for (const Column& c : columns()) line += (line.empty() ? "" : ",") + std::string(c.name);
+  line += ",disk_busiest,job_top_comm";
+  return line;
+}
+
+std::string csv_row(const WatchSample& s) {
+  std::string line;
+  bool first = true;
+  for (const Column& c : columns()) {
+    if (!first) line += ',';
+    first = false;
+    if (const auto v = c.get(s)) line += number(*v);
+  }
+  line += ',' + s.disk.busiest.value_or("");
+  line += ',';
+  if (!s.job.processes_detail.empty()) {
+    std::string comm = s.job.processes_detail.front().comm;
+    for (char& ch : comm)
+      if (ch == ',' || ch == '"' || ch == '\n') ch = '_';
+    line += comm;
+  }
+  return line;
+}
+
+std::string jsonl_line(const WatchSample& s) {
+  nlohmann::ordered_json j;
+  for (const Column& c : columns()) {
+    const auto v = c.get(s);
+    j[c.name] = v && std::isfinite(*v) ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
+  }
+  j["disk_busiest"] = s.disk.busiest ? nlohmann::ordered_json(*s.disk.busiest)
+                                     : nlohmann::ordered_json();
+  auto cores = nlohmann::ordered_json::array();
+  for (const auto& [core, busy] : s.cpu.core_busy_pct) cores.push_back({core, busy});
+  j["cpu_cores_busy_pct"] = cores;
+  auto top = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < s.job.processes_detail.size() && i < kTopProcesses; ++i) {
+    const ProcessInterval& p = s.job.processes_detail[i];
+    top.push_back({{"pid", p.pid},
+                   {"comm", p.comm},
+                   {"cpu_pct", p.cpu_pct},
+                   {"threads", p.threads},
+                   {"voluntary_cs_per_s", p.voluntary_cs_per_s},
+                   {"involuntary_cs_per_s", p.involuntary_cs_per_s}});
+  }
+  j["job_top_processes"] = top;
+  if (!s.gpu.other_pids.empty()) j["gpu_other_pids"] = s.gpu.other_pids;
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+SeriesWriter::SeriesWriter(const std::string& path)
+    : path_(path), format_(series_format_for(path)), out_(path, std::ios::trunc) {
+  if (!out_) throw Error(ErrorKind::usage, "cannot create the series file " + path);
+  if (format_ == SeriesFormat::csv) out_ << csv_header() << '\n' << std::flush;
+}
+
+void SeriesWriter::write(const WatchSample& s) {
+  out_ << (format_ == SeriesFormat::csv ? csv_row(s) : jsonl_line(s)) << '\n' << std::flush;
+}
+
+}  // namespace gb::watch

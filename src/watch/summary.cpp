@@ -1,0 +1,511 @@
+// watch/summary.cpp: running aggregates over the samples and the watch.* results.
+#include "watch/summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "watch/host.hpp"
+
+namespace gb::watch {
+
+// ---- Aggregate, PercentHistogram, DownsampledSeries -------------------------------------
+
+void Aggregate::add(std::optional<double> v, double weight_s) {
+  if (!v || !std::isfinite(*v)) return;
+  if (n == 0) {
+    min = max = *v;
+  } else {
+    min = std::min(min, *v);
+    max = std::max(max, *v);
+  }
+  ++n;
+  const double w = weight_s > 0 ? weight_s : 1.0;
+  weight += w;
+  weighted_sum += *v * w;
+}
+
+std::optional<double> Aggregate::mean() const {
+  if (n == 0 || weight <= 0) return std::nullopt;
+  return weighted_sum / weight;
+}
+
+void PercentHistogram::add(double pct, double weight_s) {
+  if (!std::isfinite(pct)) return;
+  const double w = weight_s > 0 ? weight_s : 1.0;
+  const auto bin = static_cast<std::size_t>(std::lround(std::clamp(pct, 0.0, 100.0) * 10.0));
+  bins_[bin] += w;
+  total_ += w;
+}
+
+std::optional<double> PercentHistogram::quantile(double q) const {
+  if (total_ <= 0) return std::nullopt;
+  const double target = std::clamp(q, 0.0, 1.0) * total_;
+  double seen = 0;
+  for (std::size_t i = 0; i < bins_.size(); ++i) {
+    seen += bins_[i];
+    if (bins_[i] > 0 && seen >= target) return static_cast<double>(i) / 10.0;
+  }
+  return 100.0;
+}
+
+std::optional<double> PercentHistogram::share_below(double pct) const {
+  if (total_ <= 0) return std::nullopt;
+  double below = 0;
+  for (std::size_t i = 0; i < bins_.size(); ++i)
+    if (static_cast<double>(i) / 10.0 < pct) below += bins_[i];
+  return 100.0 * below / total_;
+}
+
+DownsampledSeries::DownsampledSeries(std::size_t max_points)
+    : max_points_(std::max<std::size_t>(max_points, 4)) {
+  points_.reserve(max_points_);
+}
+
+void DownsampledSeries::add(double t_s, double dt_s, std::optional<double> value) {
+  if (!value || !std::isfinite(*value)) return;
+  if (points_.size() >= max_points_) compact();
+  points_.push_back(Point{t_s, dt_s > 0 ? dt_s : 1.0, *value});
+}
+
+void DownsampledSeries::compact() {
+  // Merge pairs in the older half: a point then stands for the time of both.
+  const std::size_t older = (points_.size() / 2) & ~std::size_t{1};
+  std::vector<Point> out;
+  out.reserve(max_points_);
+  std::size_t i = 0;
+  for (; i < older; i += 2) {
+    const Point& a = points_[i];
+    const Point& b = points_[i + 1];
+    const double dt = a.dt + b.dt;
+    out.push_back(Point{b.t, dt, (a.value * a.dt + b.value * b.dt) / dt});
+  }
+  for (; i < points_.size(); ++i) out.push_back(points_[i]);
+  points_ = std::move(out);
+}
+
+std::vector<double> DownsampledSeries::values() const {
+  std::vector<double> v;
+  v.reserve(points_.size());
+  for (const Point& p : points_) v.push_back(p.value);
+  return v;
+}
+
+std::vector<double> DownsampledSeries::times() const {
+  std::vector<double> v;
+  v.reserve(points_.size());
+  for (const Point& p : points_) v.push_back(p.t);
+  return v;
+}
+
+// ---- WatchSummary -------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::size_t kMaxProcesses = 4096;
+
+template <typename T>
+std::optional<double> as_double(const std::optional<T>& v) {
+  if (!v) return std::nullopt;
+  return static_cast<double>(*v);
+}
+
+// Keys of the figures that are plain time-weighted means (or maxima) of one sample field.
+enum class Pick { mean, max, min };
+
+struct Plain {
+  const char* key;
+  const char* label;
+  const char* unit;
+  Pick pick;
+  bool higher_is_better;
+};
+
+// Order here is the order of the results in the run.
+constexpr Plain kPlain[] = {
+    {"watch.gpu.mem_util.pct", "GPU memory-controller utilization, mean", "%", Pick::mean, true},
+    {"watch.gpu.sm_active.pct", "SM active (GPM), mean", "%", Pick::mean, true},
+    {"watch.gpu.sm_occupancy.pct", "SM occupancy (GPM), mean", "%", Pick::mean, true},
+    {"watch.gpu.tensor_active.pct", "tensor-core activity (GPM), mean", "%", Pick::mean, true},
+    {"watch.gpu.dram_bw.pct", "DRAM bandwidth utilization (GPM), mean", "%", Pick::mean, true},
+    {"watch.gpu.power.w", "GPU power, mean", "W", Pick::mean, false},
+    {"watch.gpu.memory_used.gib", "GPU memory used, max", "GiB", Pick::max, false},
+    {"watch.gpu.temp.c", "GPU temperature, max", "°C", Pick::max, false},
+    {"watch.gpu.sm_clock.mhz", "SM clock, mean", "MHz", Pick::mean, true},
+    {"watch.gpu.pcie.rx.gbps", "PCIe host to GPU, mean", "GB/s", Pick::mean, true},
+    {"watch.gpu.pcie.tx.gbps", "PCIe GPU to host, mean", "GB/s", Pick::mean, true},
+    {"watch.gpu.job.sm.pct", "the job's share of the GPU (per-process), mean", "%", Pick::mean,
+     true},
+    {"watch.cpu.mean_core.pct", "CPU busy, machine average", "%", Pick::mean, false},
+    {"watch.cpu.saturated_cores", "cores >= 90 % busy, mean", "cores", Pick::mean, false},
+    {"watch.cpu.iowait.pct", "CPU I/O wait, mean", "%", Pick::mean, false},
+    {"watch.cpu.steal.pct", "CPU steal (hypervisor), mean", "%", Pick::mean, false},
+    {"watch.cpu.system.pct", "CPU system time, mean", "%", Pick::mean, false},
+    {"watch.cpu.ctx_switches.per_s", "context switches, machine", "/s", Pick::mean, false},
+    {"watch.cpu.run_queue", "runnable tasks, mean", "tasks", Pick::mean, false},
+    {"watch.cpu.blocked", "tasks blocked on I/O, mean", "tasks", Pick::mean, false},
+    {"watch.job.cpu.pct", "job CPU (100 % = one core), mean", "%", Pick::mean, false},
+    {"watch.job.processes", "job processes, max", "processes", Pick::max, false},
+    {"watch.job.active_processes", "job processes using >= 10 % of a core, mean", "processes",
+     Pick::mean, false},
+    {"watch.job.saturated_processes", "job processes using >= 90 % of a core, mean",
+     "processes", Pick::mean, false},
+    {"watch.job.threads", "job threads, max", "threads", Pick::max, false},
+    {"watch.job.voluntary_cs.per_s", "job voluntary context switches", "/s", Pick::mean, false},
+    {"watch.job.involuntary_cs.per_s", "job involuntary context switches", "/s", Pick::mean,
+     false},
+    {"watch.job.involuntary_cs_per_process.per_s",
+     "involuntary context switches per active process", "/s", Pick::mean, false},
+    {"watch.job.rss.gib", "job resident memory, max", "GiB", Pick::max, false},
+    {"watch.mem.available.gib", "memory available, min", "GiB", Pick::min, true},
+    {"watch.mem.available.pct", "memory available, min (share of total)", "%", Pick::min, true},
+    {"watch.mem.page_cache.gib", "page cache, mean", "GiB", Pick::mean, true},
+    {"watch.disk.read.mbps", "disk reads, all disks", "MB/s", Pick::mean, true},
+    {"watch.disk.write.mbps", "disk writes, all disks", "MB/s", Pick::mean, true},
+    {"watch.perf.ipc", "instructions per cycle (perf)", "IPC", Pick::mean, true},
+    {"watch.perf.task_clock.cores", "CPUs utilized by the job (perf task-clock)", "CPUs",
+     Pick::mean, false},
+    {"watch.perf.context_switches.per_s", "job context switches (perf)", "/s", Pick::mean, false},
+    {"watch.perf.migrations.per_s", "job CPU migrations (perf)", "/s", Pick::mean, false},
+    {"watch.perf.page_faults.per_s", "job page faults (perf)", "/s", Pick::mean, false},
+    {"watch.perf.cache_misses.per_s", "job cache misses (perf)", "/s", Pick::mean, false},
+    {"watch.sampler.cpu.pct", "gpubase's own CPU (100 % = one core)", "%", Pick::mean, false},
+};
+
+std::optional<double> pick(const Aggregate& a, Pick p) {
+  switch (p) {
+    case Pick::mean:
+      return a.mean();
+    case Pick::max:
+      return a.maximum();
+    case Pick::min:
+      return a.minimum();
+  }
+  return std::nullopt;
+}
+
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+Result value_result(const std::string& key, const std::string& label, const std::string& unit,
+                    std::optional<double> value, bool higher_is_better,
+                    const std::string& missing_reason, std::vector<double> samples = {}) {
+  if (!value) return Result::skipped(key, label, unit, missing_reason);
+  Result r;
+  r.key = key;
+  r.label = label;
+  r.unit = unit;
+  r.higher_is_better = higher_is_better;
+  r.stats = compute_stats(samples);
+  r.samples = std::move(samples);
+  r.value = *value;
+  r.status = Status::info;
+  return r;
+}
+
+}  // namespace
+
+WatchSummary::WatchSummary(std::size_t max_series_points)
+    : gpu_util_series_(max_series_points),
+      job_cpu_series_(max_series_points),
+      busiest_core_series_(max_series_points) {}
+
+void WatchSummary::add(const WatchSample& s) {
+  ++samples_;
+  duration_s_ += s.interval_s;
+  const double w = s.interval_s;
+  auto add = [&](const char* key, std::optional<double> v) { agg_[key].add(v, w); };
+
+  const GpuInterval& g = s.gpu;
+  add("watch.gpu.util.pct", g.util_pct);
+  if (g.util_pct) gpu_util_hist_.add(*g.util_pct, w);
+  gpu_util_series_.add(s.t_s, w, g.util_pct);
+  add("watch.gpu.mem_util.pct", g.mem_util_pct);
+  add("watch.gpu.sm_active.pct", g.sm_active_pct);
+  add("watch.gpu.sm_occupancy.pct", g.sm_occupancy_pct);
+  add("watch.gpu.tensor_active.pct", g.tensor_active_pct);
+  add("watch.gpu.dram_bw.pct", g.dram_bw_pct);
+  add("watch.gpu.power.w", g.power_w);
+  add("watch.gpu.memory_used.gib", g.memory_used_gib);
+  add("watch.gpu.temp.c", g.temp_c);
+  add("watch.gpu.memory_temp.c", g.memory_temp_c);
+  add("watch.gpu.sm_clock.mhz", g.sm_clock_mhz);
+  add("watch.gpu.mem_clock.mhz", g.mem_clock_mhz);
+  add("watch.gpu.pcie.rx.gbps", g.pcie_rx_gbps);
+  add("watch.gpu.pcie.tx.gbps", g.pcie_tx_gbps);
+  add("watch.gpu.job.sm.pct", g.job_sm_pct);
+  add("watch.gpu.other_processes", as_double(g.other_processes));
+  for (const auto pid : g.other_pids) other_pids_.insert(pid);
+  if (g.throttle_reasons) throttle_reasons_ = throttle_reasons_.value_or(0) | *g.throttle_reasons;
+  auto minmax = [](std::optional<int>& lo, std::optional<int>& hi, std::optional<int> v) {
+    if (!v) return;
+    lo = lo ? std::min(*lo, *v) : *v;
+    hi = hi ? std::max(*hi, *v) : *v;
+  };
+  minmax(pcie_gen_min_, pcie_gen_max_, g.pcie_gen);
+  minmax(pcie_width_min_, pcie_width_max_, g.pcie_width);
+
+  const CpuInterval& c = s.cpu;
+  add("watch.cpu.mean_core.pct", c.mean_core_pct);
+  add("watch.cpu.busiest_core.pct", c.busiest_core_pct);
+  busiest_core_series_.add(s.t_s, w, c.busiest_core_pct);
+  if (c.busiest_core) ++busiest_core_count_[*c.busiest_core];
+  add("watch.cpu.saturated_cores", as_double(c.saturated_cores));
+  add("watch.cpu.iowait.pct", c.iowait_pct);
+  add("watch.cpu.steal.pct", c.steal_pct);
+  add("watch.cpu.system.pct", c.system_pct);
+  add("watch.cpu.ctx_switches.per_s", c.ctx_switches_per_s);
+  add("watch.cpu.run_queue", as_double(c.run_queue));
+  add("watch.cpu.blocked", as_double(c.blocked));
+  for (const auto& [core, busy] : c.core_busy_pct) core_busy_[core].add(busy, w);
+
+  const JobInterval& j = s.job;
+  if (j.alive) {
+    add("watch.job.cpu.pct", j.cpu_pct);
+    job_cpu_series_.add(s.t_s, w, j.cpu_pct);
+    add("watch.job.processes", static_cast<double>(j.processes));
+    add("watch.job.active_processes", static_cast<double>(j.active_processes));
+    add("watch.job.saturated_processes", static_cast<double>(j.saturated_processes));
+    add("watch.job.threads", static_cast<double>(j.threads));
+    add("watch.job.voluntary_cs.per_s", j.voluntary_cs_per_s);
+    add("watch.job.involuntary_cs.per_s", j.involuntary_cs_per_s);
+    if (j.involuntary_cs_per_s && j.active_processes > 0)
+      add("watch.job.involuntary_cs_per_process.per_s",
+          *j.involuntary_cs_per_s / j.active_processes);
+    add("watch.job.rss.gib", j.rss_gib);
+    for (const ProcessInterval& p : j.processes_detail) {
+      ProcessAcc& acc = processes_[p.pid];
+      acc.comm = p.comm;
+      // Weighted by the whole interval, so a process that lived briefly is not "busiest".
+      acc.cpu.add(p.cpu_pct, w);
+    }
+    // A job that spawns many short-lived processes must not grow this map without bound:
+    // past kMaxProcesses, keep the half that used the most CPU.
+    if (processes_.size() > kMaxProcesses) {
+      std::vector<std::pair<double, int>> by_cpu;
+      for (const auto& [pid, acc] : processes_) by_cpu.emplace_back(acc.cpu.weighted_sum, pid);
+      const auto keep = by_cpu.begin() + static_cast<std::ptrdiff_t>(kMaxProcesses / 2);
+      std::nth_element(by_cpu.begin(), keep, by_cpu.end(), std::greater<>());
+      for (auto it = keep; it != by_cpu.end(); ++it) processes_.erase(it->second);
+    }
+  }
+
+  const MemoryInterval& m = s.mem;
+  add("watch.mem.available.gib", m.available_gib);
+  if (m.available_gib && m.total_gib && *m.total_gib > 0)
+    add("watch.mem.available.pct", 100.0 * *m.available_gib / *m.total_gib);
+  add("watch.mem.page_cache.gib", m.page_cache_gib);
+
+  const DiskInterval& d = s.disk;
+  add("watch.disk.read.mbps", d.read_mbps);
+  add("watch.disk.write.mbps", d.write_mbps);
+  for (const DeviceIo& io : d.devices) {
+    disk_util_[io.name].add(io.util_pct, w);
+    agg_["disk.await." + io.name].add(io.r_await_ms, w);
+    agg_["disk.queue." + io.name].add(io.queue, w);
+  }
+
+  const PerfInterval& p = s.perf;
+  add("watch.perf.ipc", p.ipc);
+  add("watch.perf.task_clock.cores", p.task_clock_cores);
+  add("watch.perf.context_switches.per_s", p.context_switches_per_s);
+  add("watch.perf.migrations.per_s", p.migrations_per_s);
+  add("watch.perf.page_faults.per_s", p.page_faults_per_s);
+  add("watch.perf.cache_misses.per_s", p.cache_misses_per_s);
+  add("watch.sampler.cpu.pct", s.sampler_cpu_pct);
+}
+
+std::vector<Result> WatchSummary::results(const SummaryContext& ctx) const {
+  std::vector<Result> out;
+  const Aggregate empty;
+  auto agg = [&](const std::string& key) -> const Aggregate& {
+    const auto it = agg_.find(key);
+    return it == agg_.end() ? empty : it->second;
+  };
+  auto missing_reason = [&](const std::string& key) -> std::string {
+    if (starts_with(key, "watch.gpu.")) {
+      if (!ctx.gpu_unavailable_reason.empty()) return ctx.gpu_unavailable_reason;
+      if (key == "watch.gpu.job.sm.pct" && !ctx.attribution_unavailable_reason.empty())
+        return ctx.attribution_unavailable_reason;
+      if ((key.find("sm_active") != std::string::npos ||
+           key.find("occupancy") != std::string::npos ||
+           key.find("tensor") != std::string::npos || key.find("dram_bw") != std::string::npos) &&
+          !ctx.gpm_unavailable_reason.empty())
+        return "GPM: " + ctx.gpm_unavailable_reason;
+      return "not reported by this GPU or driver";
+    }
+    if (starts_with(key, "watch.perf.")) {
+      if (const auto it = ctx.perf_counter_reasons.find(key); it != ctx.perf_counter_reasons.end())
+        return it->second;
+      if (!ctx.perf_unavailable_reason.empty()) return ctx.perf_unavailable_reason;
+      return "perf counters not available";
+    }
+    if (starts_with(key, "watch.job.")) return "the job's processes could not be read";
+    if (starts_with(key, "watch.disk.")) return "no disk with I/O statistics";
+    return "not reported by this machine";
+  };
+  auto plain = [&](const std::string& key, const std::string& label, const std::string& unit,
+                   Pick p, bool higher) {
+    Result r = value_result(key, label, unit, pick(agg(key), p), higher, missing_reason(key));
+    if (!ctx.device_label.empty() && starts_with(key, "watch.gpu."))
+      r.param("gpu", ctx.device_label);
+    return r;
+  };
+
+  // GPU utilization: mean, p10, share below 95 %, with the series and the telemetry.
+  {
+    const Aggregate& a = agg("watch.gpu.util.pct");
+    Result util = value_result("watch.gpu.util.pct", "GPU utilization, mean", "%", a.mean(), true,
+                               missing_reason("watch.gpu.util.pct"), gpu_util_series_.values());
+    if (util.value) {
+      util.param("source", "the driver's utilization samples inside each interval");
+      if (!ctx.device_label.empty()) util.param("gpu", ctx.device_label);
+      if (gpu_util_series_.size() >= gpu_util_series_.max_points() / 2)
+        util.param("series", "older points averaged in pairs to keep at most " +
+                                 std::to_string(gpu_util_series_.max_points()) + " points");
+      Telemetry t;
+      t.samples = a.n;
+      const Aggregate& clk = agg("watch.gpu.sm_clock.mhz");
+      t.sm_clock_mhz_min = clk.minimum();
+      t.sm_clock_mhz_max = clk.maximum();
+      t.sm_clock_mhz_mean = clk.mean();
+      t.mem_clock_mhz_mean = agg("watch.gpu.mem_clock.mhz").mean();
+      t.power_w_mean = agg("watch.gpu.power.w").mean();
+      t.power_w_max = agg("watch.gpu.power.w").maximum();
+      t.temp_c_max = agg("watch.gpu.temp.c").maximum();
+      t.throttle_reasons = throttle_reasons_;
+      t.pcie_gen_min = pcie_gen_min_;
+      t.pcie_gen_max = pcie_gen_max_;
+      t.pcie_width_min = pcie_width_min_;
+      t.pcie_width_max = pcie_width_max_;
+      util.telemetry = t;
+    }
+    out.push_back(std::move(util));
+    out.push_back(value_result("watch.gpu.util.p10.pct", "GPU utilization, 10th percentile", "%",
+                               gpu_util_hist_.quantile(0.10), true,
+                               missing_reason("watch.gpu.util.pct")));
+    out.push_back(value_result("watch.gpu.util.below95.share.pct",
+                               "share of time GPU utilization < 95 %", "%",
+                               gpu_util_hist_.share_below(95.0), false,
+                               missing_reason("watch.gpu.util.pct")));
+  }
+  for (const Plain& p : kPlain) {
+    if (!starts_with(p.key, "watch.gpu.")) continue;
+    out.push_back(plain(p.key, p.label, p.unit, p.pick, p.higher_is_better));
+  }
+  {
+    Result others = plain("watch.gpu.other_processes", "other processes using the GPU, max",
+                          "processes", Pick::max, false);
+    if (!other_pids_.empty()) {
+      std::string pids;
+      for (const auto pid : other_pids_) pids += (pids.empty() ? "" : ",") + std::to_string(pid);
+      others.param("pids", pids);
+    }
+    out.push_back(std::move(others));
+  }
+
+  // Host CPU.
+  out.push_back(value_result("watch.host.cores", "online CPU cores", "cores",
+                             ctx.online_cores > 0 ? std::optional<double>(ctx.online_cores)
+                                                  : std::nullopt,
+                             true, "could not count the online CPUs"));
+  {
+    Result busiest = value_result("watch.cpu.busiest_core.pct",
+                                  "busiest core's busy share, mean over intervals", "%",
+                                  agg("watch.cpu.busiest_core.pct").mean(), false,
+                                  "no per-core CPU figures in /proc/stat",
+                                  busiest_core_series_.values());
+    if (!busiest_core_count_.empty()) {
+      const auto most = std::max_element(
+          busiest_core_count_.begin(), busiest_core_count_.end(),
+          [](const auto& a, const auto& b) { return a.second < b.second; });
+      busiest.param("core", "cpu" + std::to_string(most->first) + " (busiest in " +
+                                std::to_string(most->second) + " of " +
+                                std::to_string(samples_) + " intervals)");
+    }
+    out.push_back(std::move(busiest));
+  }
+  {
+    std::optional<double> hottest;
+    int hottest_core = -1;
+    for (const auto& [core, a] : core_busy_)
+      if (const auto m = a.mean(); m && (!hottest || *m > *hottest)) {
+        hottest = m;
+        hottest_core = core;
+      }
+    Result r = value_result("watch.cpu.hottest_core.pct", "hottest core's mean busy share", "%",
+                            hottest, false, "no per-core CPU figures in /proc/stat");
+    if (hottest) r.param("core", "cpu" + std::to_string(hottest_core));
+    out.push_back(std::move(r));
+  }
+  for (const Plain& p : kPlain)
+    if (starts_with(p.key, "watch.cpu.")) out.push_back(plain(p.key, p.label, p.unit, p.pick,
+                                                              p.higher_is_better));
+
+  // Job.
+  for (const Plain& p : kPlain)
+    if (starts_with(p.key, "watch.job.")) out.push_back(plain(p.key, p.label, p.unit, p.pick,
+                                                              p.higher_is_better));
+  {
+    const ProcessAcc* top = nullptr;
+    int top_pid = 0;
+    for (const auto& [pid, acc] : processes_)
+      if (!top || acc.cpu.weighted_sum > top->cpu.weighted_sum) {
+        top = &acc;
+        top_pid = pid;
+      }
+    // Mean over the whole run (time without the process counts as 0).
+    std::optional<double> v;
+    if (top && duration_s_ > 0) v = top->cpu.weighted_sum / duration_s_;
+    Result r = value_result("watch.job.busiest_process.cpu.pct",
+                            "busiest job process (100 % = one core), mean", "%", v, false,
+                            missing_reason("watch.job."));
+    if (top) {
+      r.param("pid", std::to_string(top_pid));
+      r.param("comm", top->comm);
+    }
+    out.push_back(std::move(r));
+  }
+
+  // Memory and disks.
+  for (const Plain& p : kPlain)
+    if (starts_with(p.key, "watch.mem.")) out.push_back(plain(p.key, p.label, p.unit, p.pick,
+                                                              p.higher_is_better));
+  {
+    std::string name;
+    std::optional<double> util;
+    for (const auto& [dev, a] : disk_util_)
+      if (const auto m = a.mean(); m && (!util || *m > *util)) {
+        util = m;
+        name = dev;
+      }
+    Result u = value_result("watch.disk.util.pct", "busiest disk's %util, mean", "%", util, false,
+                            missing_reason("watch.disk."));
+    Result aw = value_result("watch.disk.await.ms", "busiest disk's read await, mean", "ms",
+                             util ? agg("disk.await." + name).mean() : std::nullopt, false,
+                             util ? "no reads completed on " + name
+                                  : missing_reason("watch.disk."));
+    Result q = value_result("watch.disk.queue", "busiest disk's queue size (aqu-sz), mean",
+                            "requests", util ? agg("disk.queue." + name).mean() : std::nullopt,
+                            false, missing_reason("watch.disk."));
+    for (Result* r : {&u, &aw, &q})
+      if (util) r->param("device", name);
+    out.push_back(std::move(u));
+    out.push_back(std::move(aw));
+    out.push_back(std::move(q));
+  }
+  for (const Plain& p : kPlain)
+    if (starts_with(p.key, "watch.disk.")) out.push_back(plain(p.key, p.label, p.unit, p.pick,
+                                                               p.higher_is_better));
+
+  // perf_event and the sampler itself.
+  for (const Plain& p : kPlain)
+    if (starts_with(p.key, "watch.perf.") || starts_with(p.key, "watch.sampler."))
+      out.push_back(plain(p.key, p.label, p.unit, p.pick, p.higher_is_better));
+  out.push_back(value_result("watch.samples", "samples taken", "samples",
+                             static_cast<double>(samples_), true, ""));
+  return out;
+}
+
+}  // namespace gb::watch

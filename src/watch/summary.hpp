@@ -1,0 +1,104 @@
+// watch/summary.hpp: turns the stream of WatchSamples into the watch.* results (keys in
+// docs/results.md). Memory stays bounded however long the job runs: every figure is a running
+// aggregate (time-weighted sums, extremes, a 0.1 %-bin histogram for GPU utilization
+// percentiles), and the series kept for plots is downsampled — recent points at full
+// resolution, older ones averaged in pairs whenever the buffer fills.
+#pragma once
+#include <cstddef>
+#include <map>
+#include <set>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "watch/sample.hpp"
+
+namespace gb::watch {
+
+// Time-weighted mean, min and max of one figure.
+struct Aggregate {
+  double weight = 0;  // seconds with a value
+  double weighted_sum = 0;
+  double min = 0, max = 0;
+  std::size_t n = 0;
+
+  void add(std::optional<double> v, double weight_s);
+  std::optional<double> mean() const;
+  std::optional<double> maximum() const { return n ? std::optional<double>(max) : std::nullopt; }
+  std::optional<double> minimum() const { return n ? std::optional<double>(min) : std::nullopt; }
+};
+
+// Time-weighted histogram of a percentage (0-100, 0.1 % bins).
+class PercentHistogram {
+ public:
+  void add(double pct, double weight_s);
+  std::optional<double> quantile(double q) const;  // q in [0, 1]
+  std::optional<double> share_below(double pct) const;  // in percent of the time
+  double total_weight() const { return total_; }
+
+ private:
+  std::vector<double> bins_ = std::vector<double>(1001, 0.0);
+  double total_ = 0;
+};
+
+// A series of (t, value) kept within max_points: when full, the older half is merged in pairs
+// (time-weighted), so the recent past stays at full resolution.
+class DownsampledSeries {
+ public:
+  explicit DownsampledSeries(std::size_t max_points = 2048);
+  void add(double t_s, double dt_s, std::optional<double> value);
+  std::vector<double> values() const;
+  std::vector<double> times() const;
+  std::size_t size() const { return points_.size(); }
+  std::size_t max_points() const { return max_points_; }
+
+ private:
+  struct Point {
+    double t, dt, value;
+  };
+  void compact();
+  std::size_t max_points_;
+  std::vector<Point> points_;
+};
+
+// Facts about the run the summary needs besides the samples.
+struct SummaryContext {
+  int online_cores = 0;
+  std::string gpu_unavailable_reason;   // non-empty: no GPU figures (no NVML, no device)
+  std::string gpm_unavailable_reason;   // non-empty: no GPM figures
+  std::string attribution_unavailable_reason;
+  std::string perf_unavailable_reason;  // non-empty: no perf_event figures at all
+  std::map<std::string, std::string> perf_counter_reasons;  // per unsupported perf figure key
+  std::string device_label;             // "0: NVIDIA H200" for params
+};
+
+class WatchSummary {
+ public:
+  explicit WatchSummary(std::size_t max_series_points = 2048);
+  void add(const WatchSample& s);
+  std::size_t samples() const { return samples_; }
+  double duration_s() const { return duration_s_; }
+
+  std::vector<Result> results(const SummaryContext& ctx) const;
+
+ private:
+  struct ProcessAcc {
+    std::string comm;
+    Aggregate cpu;
+  };
+  std::size_t samples_ = 0;
+  double duration_s_ = 0;
+  std::map<std::string, Aggregate> agg_;  // by result key
+  PercentHistogram gpu_util_hist_;
+  DownsampledSeries gpu_util_series_, job_cpu_series_, busiest_core_series_;
+  std::map<int, Aggregate> core_busy_;
+  std::map<int, std::size_t> busiest_core_count_;
+  std::map<int, ProcessAcc> processes_;
+  std::map<std::string, Aggregate> disk_util_;  // by device, to name the busiest over the run
+  std::optional<std::uint64_t> throttle_reasons_;
+  std::set<std::uint32_t> other_pids_;
+  std::optional<int> pcie_gen_min_, pcie_gen_max_, pcie_width_min_, pcie_width_max_;
+};
+
+}  // namespace gb::watch

@@ -1,0 +1,325 @@
+// watch/watch.cpp: the monitoring loop of `gpubase watch`.
+#include "watch/watch.hpp"
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <memory>
+#include <thread>
+
+#include "core/cancel.hpp"
+#include "core/error.hpp"
+#include "sys/cpu_info.hpp"
+#include "sys/nvml.hpp"
+#include "sys/perf_events.hpp"
+#include "sys/procfs.hpp"
+#include "watch/sampler.hpp"
+#include "watch/series_io.hpp"
+#include "watch/summary.hpp"
+
+namespace gb::watch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kMinInterval = 0.1;
+constexpr double kMaxInterval = 60.0;
+constexpr auto kPollSlice = std::chrono::milliseconds(50);
+
+// Shell-quoted for display, on one line (a newline in an argument shows as \n).
+std::string quote_arg(const std::string& a) {
+  if (!a.empty() && a.find_first_of(" \t\n\"'\\$") == std::string::npos) return a;
+  std::string q = "'";
+  for (char c : a) {
+    if (c == '\'')
+      q += "'\\''";
+    else if (c == '\n')
+      q += "\\n";
+    else
+      q += c;
+  }
+  return q + "'";
+}
+
+std::string join_command(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + quote_arg(a);
+  return s;
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s == std::floor(s) ? "%.0f s" : "%.1f s", s);
+  return buf;
+}
+
+// perf readings -> the interval's figures; remembers the previous reading.
+class PerfDeltas {
+ public:
+  explicit PerfDeltas(const sys::PerfCounters* counters) : counters_(counters) {}
+  PerfInterval operator()(double interval_s) {
+    PerfInterval p;
+    if (!counters_) return p;
+    auto now = counters_->read();
+    if (interval_s > 0 && !last_.empty()) {
+      const sys::PerfRates r = sys::rates_between(last_, now, interval_s);
+      p.ipc = r.ipc;
+      p.task_clock_cores = r.cpus_utilized;
+      p.context_switches_per_s = r.context_switches_per_s;
+      p.migrations_per_s = r.cpu_migrations_per_s;
+      p.page_faults_per_s = r.page_faults_per_s;
+      p.cache_misses_per_s = r.cache_misses_per_s;
+      p.instructions_per_s = r.instructions_per_s;
+    }
+    last_ = std::move(now);
+    return p;
+  }
+
+ private:
+  const sys::PerfCounters* counters_;
+  std::vector<sys::CounterReading> last_;
+};
+
+// Which result each perf event feeds, for the "why is it missing" text.
+void perf_reasons(const sys::PerfCounters& counters, SummaryContext& ctx) {
+  const std::pair<const char*, const char*> feeds[] = {
+      {"instructions", "watch.perf.ipc"},
+      {"cycles", "watch.perf.ipc"},
+      {"cache-misses", "watch.perf.cache_misses.per_s"},
+      {"task-clock", "watch.perf.task_clock.cores"},
+      {"context-switches", "watch.perf.context_switches.per_s"},
+      {"cpu-migrations", "watch.perf.migrations.per_s"},
+      {"page-faults", "watch.perf.page_faults.per_s"},
+  };
+  const auto readings = counters.read();
+  for (const auto& [event, key] : feeds) {
+    const sys::CounterReading* r = sys::find_reading(readings, event);
+    if (r && !r->supported && !ctx.perf_counter_reasons.count(key))
+      ctx.perf_counter_reasons[key] = std::string(event) + ": " + r->reason;
+  }
+}
+
+struct GpuSetup {
+  std::unique_ptr<GpuReader> reader;
+  std::string unavailable_reason;
+  std::vector<Fact> facts;
+};
+
+GpuSetup open_gpu(int device) {
+  GpuSetup g;
+  const sys::Nvml nvml = sys::Nvml::load();
+  if (!nvml.available()) {
+    g.unavailable_reason = "no NVIDIA driver/GPU found (NVML did not load)";
+    g.facts.push_back({"gpu.nvml", "NVML", nvml.unavailable_reason()});
+    return g;
+  }
+  const auto dev = nvml.device(device);
+  if (!dev) {
+    g.unavailable_reason = "NVML sees " + std::to_string(nvml.device_count()) +
+                           " GPU(s), none at index " + std::to_string(device) +
+                           ": GPU figures not measured";
+    return g;
+  }
+  const sys::NvmlDeviceInfo info = dev->info();
+  g.facts.push_back({"gpu.name", "GPU", info.name.value_or("N/A")});
+  g.facts.push_back({"gpu.index", "GPU index", std::to_string(device)});
+  if (const auto v = nvml.driver_version()) g.facts.push_back({"gpu.driver", "driver", *v});
+  if (info.pci_bus_id) g.facts.push_back({"gpu.pci_bus_id", "PCI bus id", *info.pci_bus_id});
+  g.reader = std::make_unique<GpuReader>(*dev);
+  return g;
+}
+
+// Perf counters take one fd per event per thread of the job: a PyTorch job with a hundred
+// threads needs ~800. Raise the soft limit to the hard one (no privilege needed).
+void raise_fd_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+}  // namespace
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 0;
+}
+
+void validate(const WatchOptions& o) {
+  if (o.command.empty() && !o.pid)
+    throw Error(ErrorKind::usage,
+                "nothing to watch: give a command after --, e.g. `gpubase watch -- python "
+                "train.py`, or --pid PID");
+  if (!o.command.empty() && o.pid)
+    throw Error(ErrorKind::usage, "give either a command after -- or --pid, not both");
+  if (!(o.interval_s >= kMinInterval && o.interval_s <= kMaxInterval))
+    throw Error(ErrorKind::usage, "--interval must be between 0.1 and 60 seconds");
+  if (o.duration_s && !(*o.duration_s > 0))
+    throw Error(ErrorKind::usage, "--duration must be more than 0 seconds");
+  if (o.stop_grace_s < 0) throw Error(ErrorKind::usage, "the stop grace must be >= 0 s");
+}
+
+WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
+  validate(o);
+  auto progress = [&](const std::string& line) {
+    if (hooks.on_progress) hooks.on_progress(line);
+  };
+  WatchOutcome out;
+  GpuSetup gpu = open_gpu(o.device);
+  out.gpu_available = gpu.reader != nullptr;
+  if (!out.gpu_available) progress(gpu.unavailable_reason);
+
+  std::unique_ptr<SeriesWriter> series;
+  if (!o.series_path.empty()) series = std::make_unique<SeriesWriter>(o.series_path);
+
+  // Start or attach. Perf counters are opened on the child before it execs.
+  std::optional<sys::ChildProcess> child;
+  std::optional<sys::AttachedProcess> attached;
+  std::optional<sys::PerfCounters> perf;
+  if (o.perf_counters) raise_fd_limit();
+  std::string perf_reason = o.perf_counters ? "" : "perf counters turned off (--no-perf)";
+  int root_pid = 0;
+  if (!o.command.empty()) {
+    child = sys::ChildProcess::spawn(o.command, [&](int pid) {
+      if (!o.perf_counters) return;
+      try {
+        perf = sys::PerfCounters::open_for_exec(pid);
+      } catch (const Error& e) {
+        perf_reason = e.what();
+      }
+    });
+    root_pid = child->pid();
+  } else {
+    attached = sys::AttachedProcess::attach(*o.pid);
+    root_pid = attached->pid();
+    if (o.perf_counters) {
+      try {
+        perf = sys::PerfCounters::open_for_processes(sys::process_tree(root_pid, o.proc_root));
+      } catch (const Error& e) {
+        perf_reason = e.what();
+      }
+    }
+  }
+  if (hooks.on_started) hooks.on_started(root_pid);
+
+  SamplerConfig config;
+  config.proc_root = o.proc_root;
+  config.root_pids = {root_pid};
+  config.capture_dir = o.capture_dir;
+  config.tree_rescan_s = std::max(1.0, o.interval_s);
+  PerfDeltas perf_deltas(perf ? &*perf : nullptr);
+  Sampler sampler(config, std::move(gpu.reader),
+                  perf ? PerfReader(std::ref(perf_deltas)) : PerfReader());
+  WatchSummary summary;
+
+  const auto t0 = Clock::now();
+  auto now_s = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  sampler.start(0.0);
+
+  std::optional<double> stop_at;  // when stopping began (Ctrl-C or --duration)
+  auto job_ended = [&] {
+    if (child) return child->exit_status().has_value() || child->poll().has_value();
+    return !attached->alive();
+  };
+  auto begin_stop = [&](const std::string& why) {
+    stop_at = now_s();
+    if (child)
+      progress(why + ": waiting up to " + seconds_text(o.stop_grace_s) +
+               " for the job to exit, then SIGTERM");
+  };
+
+  double next = o.interval_s;
+  bool ended = false;
+  while (!ended) {
+    while (now_s() < next) {
+      std::this_thread::sleep_for(std::min<std::chrono::duration<double>>(
+          kPollSlice, std::chrono::duration<double>(next - now_s())));
+      if (job_ended()) break;
+      if (cancel_requested() && !out.interrupted) {
+        out.interrupted = true;
+        if (attached) break;
+        begin_stop("interrupted");
+      }
+    }
+    ended = job_ended();
+    const double t = now_s();
+    WatchSample s = sampler.sample(t);
+    summary.add(s);
+    if (series) series->write(s);
+    if (hooks.on_sample) hooks.on_sample(s);
+    next = t + o.interval_s;
+
+    if (ended || (attached && out.interrupted)) break;
+    if (o.duration_s && t >= *o.duration_s && !stop_at) {
+      out.stopped_by_duration = true;
+      if (attached) break;
+      child->send_signal(SIGINT);
+      begin_stop("--duration " + seconds_text(*o.duration_s) + " reached, sent SIGINT");
+    }
+    if (child && stop_at && t - *stop_at >= o.stop_grace_s) {
+      progress("the job did not exit: sending SIGTERM");
+      child->terminate(std::chrono::milliseconds(static_cast<long>(
+          std::max(2.0, o.stop_grace_s / 2) * 1000)));
+      ended = true;
+    }
+  }
+
+  // Facts and results.
+  out.duration_s = summary.duration_s();
+  if (child) {
+    out.exit = child->exit_status();
+    if (!out.exit) out.exit = child->terminate();
+    out.end_reason = "the job " + out.exit->describe();
+  } else {
+    out.end_reason = attached->alive() ? "monitoring stopped; pid " + std::to_string(root_pid) +
+                                             " still runs"
+                                       : "pid " + std::to_string(root_pid) + " ended";
+  }
+  if (out.stopped_by_duration)
+    out.end_reason = "stopped after --duration " + seconds_text(*o.duration_s) + "; " +
+                     out.end_reason;
+  else if (out.interrupted)
+    out.end_reason = "interrupted (Ctrl-C); " + out.end_reason;
+
+  out.facts = sys::host_facts(sys::read_host_info());
+  const int cores = usable_cores();
+  out.facts.push_back({"host.usable_cores", "cores usable by the job", std::to_string(cores)});
+  for (Fact& f : gpu.facts) out.facts.push_back(std::move(f));
+  if (!out.gpu_available) out.facts.push_back({"gpu.available", "GPU", "none: " +
+                                                                          gpu.unavailable_reason});
+  out.facts.push_back({"watch.command", "command",
+                       child ? join_command(o.command)
+                             : "pid " + std::to_string(root_pid) + " (" + attached->comm() + ")"});
+  out.facts.push_back({"watch.pid", "pid", std::to_string(root_pid)});
+  out.facts.push_back({"watch.exit", "ended", out.end_reason});
+  out.facts.push_back({"watch.interval", "interval", seconds_text(o.interval_s)});
+  if (series) out.facts.push_back({"watch.series", "time series", series->path()});
+  if (!o.capture_dir.empty())
+    out.facts.push_back({"watch.capture", "/proc capture", o.capture_dir});
+
+  SummaryContext ctx;
+  ctx.online_cores = cores;
+  ctx.gpu_unavailable_reason = gpu.unavailable_reason;
+  if (GpuReader* g = sampler.gpu()) {
+    ctx.gpm_unavailable_reason = g->gpm_unavailable_reason();
+    ctx.attribution_unavailable_reason = g->attribution_unavailable_reason();
+    ctx.device_label = std::to_string(o.device);
+  }
+  if (perf) {
+    perf_reasons(*perf, ctx);
+  } else {
+    ctx.perf_unavailable_reason = perf_reason.empty() ? "perf counters not opened" : perf_reason;
+  }
+  out.results = summary.results(ctx);
+  return out;
+}
+
+}  // namespace gb::watch
