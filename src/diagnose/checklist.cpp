@@ -1,7 +1,8 @@
 // diagnose/checklist.cpp: the baseline checklist every run ends with. "card speed" rolls up the
 // probe's verdicts (compute, HBM, PCIe) with the worst figure of each as evidence; the other
 // rows read one result each, named in thresholds.cpp, and say which command measures them when
-// that suite has not run. A new row is a new MetricRowSpec, not new code.
+// that suite has not run. A new row is a new MetricRowSpec, not new code. A utilization row
+// that warns or fails names its cause from the run's findings (diagnose_watch).
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -115,6 +116,21 @@ Status judge_metric(double v, const MetricRowSpec& spec) {
   return v <= spec.warn_limit ? Status::warn : Status::fail;
 }
 
+// A warn/fail row whose cause diagnose_watch() found says so and carries that advice.
+void name_cause(ChecklistRow& row, const Run& run, const MetricRowSpec& spec) {
+  std::vector<const Finding*> causes;
+  for (const Finding& f : run.findings) {
+    if (f.status != Status::warn && f.status != Status::fail) continue;
+    if (std::find(spec.causes.begin(), spec.causes.end(), f.id) != spec.causes.end())
+      causes.push_back(&f);
+  }
+  if (causes.empty()) return;
+  row.evidence += "; cause: " + causes.front()->title;
+  if (causes.size() > 1)
+    row.evidence += " (+" + std::to_string(causes.size() - 1) + " more in the diagnosis)";
+  row.advice = causes.front()->advice;
+}
+
 ChecklistRow metric_row(const Run& run, const MetricRowSpec& spec) {
   ChecklistRow row;
   row.id = std::string(spec.id);
@@ -140,6 +156,7 @@ ChecklistRow metric_row(const Run& run, const MetricRowSpec& spec) {
     row.advice = r->advice;
   else if (row.status != Status::pass)
     row.advice = std::string(spec.advice);
+  if (row.status == Status::warn || row.status == Status::fail) name_cause(row, run, spec);
   return row;
 }
 

@@ -33,6 +33,14 @@ RunFacts read_run_facts(const Run& run);
 // The link generation and width maximum a PCIe bandwidth is judged against.
 std::optional<int> link_gen_target(const RunFacts& facts);
 
+// What the slowdown bits among `bits` mean: "hardware thermal slowdown + driver thermal
+// slowdown" and what to check for them (each advice once). Empty names when none is set.
+struct SlowdownText {
+  std::string names;
+  std::string advice;
+};
+SlowdownText describe_slowdowns(std::uint64_t bits);
+
 // Slowdown in the telemetry -> status invalid with the reason and clock drop. True if applied.
 bool apply_slowdown_rule(Result& r, const RunFacts& facts);
 

@@ -62,24 +62,58 @@ constexpr std::array<LatencyLimit, 4> kLatency{{
      "event synchronisation is slow: check the CPU governor and the driver's sync mode"},
 }};
 
+// docs/thresholds.md "Watch" gives the reasoning behind each figure.
+constexpr WatchThresholds kWatch{
+    .gpu_busy_pct = 95.0,
+    .gpu_starved_fail_pct = 85.0,
+    .saturated_pct = 90.0,
+    .host_saturated_share = 0.75,
+    .idle_cores_min = 2.0,
+    .iowait_pct = 10.0,
+    .disk_busy_pct = 80.0,
+    .involuntary_cs_per_busy = 100.0,
+    .run_queue_per_core = 1.5,
+    .efficiency_min_util_pct = 80.0,
+    .sm_active_low_pct = 50.0,
+    .tensor_unused_pct = 10.0,
+    .job_no_gpu_pct = 1.0,
+    .mem_available_min_pct = 5.0,
+    .steal_pct = 10.0,
+    .short_run_s = 30.0,
+};
+
+// Causes of a starved GPU, in the order diagnose_watch ranks them.
+constexpr std::string_view kGpuUtilCauses[] = {
+    "job_not_using_gpu", "input_bound_cpu",  "storage_bound", "main_process_bound",
+    "one_process_bound", "too_many_workers", "too_many_threads", "launch_bound",
+    "small_kernels",     "memory_pressure",  "cpu_steal",     "gpu_shared"};
+// Causes of a saturated core.
+constexpr std::string_view kCpuUtilCauses[] = {"input_bound_cpu",   "main_process_bound",
+                                               "one_process_bound", "too_many_workers",
+                                               "too_many_threads",  "cpu_steal"};
+
 constexpr std::array<MetricRowSpec, 4> kMetricRows{{
     {"gpu_util", "GPU utilization during training", "> 95 %", "watch.gpu.util.pct",
-     "`gpubase watch -- CMD`", true, 95.0, 85.0,
+     "`gpubase watch -- CMD`", true, kWatch.gpu_busy_pct, kWatch.gpu_starved_fail_pct,
      "the GPU waits on the host: profile a step (nsys), add loader workers and prefetch, pin "
-     "memory, and batch or graph-capture small kernels"},
+     "memory, and batch or graph-capture small kernels",
+     kGpuUtilCauses},
     {"cpu_util", "CPU utilization per core", "< 80 %", "watch.cpu.busiest_core.pct",
      "`gpubase watch -- CMD`", false, 80.0, 95.0,
      "a core is saturated: balance loader workers against cores, move decode to the GPU "
-     "(nvJPEG/DALI), set OMP_NUM_THREADS, check context switches and I/O wait"},
+     "(nvJPEG/DALI), set OMP_NUM_THREADS, check context switches and I/O wait",
+     kCpuUtilCauses},
     {"data_loading", "data-loading time as a share of step time", "< 10 %",
      "loader.data_wait_share.pct", "`gpubase loader`", false, 10.0, 25.0,
      "the input pipeline is the bottleneck: faster storage or packed shards, cheaper "
      "decode/augment, prefetch, pinned memory, and the worker count at the knee `gpubase "
-     "loader` finds"},
+     "loader` finds",
+     {}},
     {"amp_accuracy", "AMP accuracy loss vs FP32", "< 1 %", "amp.accuracy_loss.pct",
      "`gpubase amp`", false, 1.0, 2.0,
      "mixed precision costs accuracy: use dynamic loss scaling, keep softmax, norms and the "
-     "loss in FP32, prefer BF16 over FP16, or stay in FP32/TF32 for small models"},
+     "loss in FP32, prefer BF16 over FP16, or stay in FP32/TF32 for small models",
+     {}},
 }};
 
 }  // namespace
@@ -114,6 +148,8 @@ std::string_view area_advice(Area area) {
   }
   return "";
 }
+
+const WatchThresholds& watch_thresholds() { return kWatch; }
 
 std::span<const MetricRowSpec> metric_rows() { return kMetricRows; }
 

@@ -54,6 +54,29 @@ inline constexpr double kHostContentionWarnPct = 25.0;
 // Advice for a warn/fail in an area (what to check first).
 std::string_view area_advice(Area area);
 
+// gpubase watch: what diagnose_watch() judges a monitored job by (docs/thresholds.md "Watch").
+// Percentages are of one core for processes and cores, of the machine for iowait and steal.
+struct WatchThresholds {
+  double gpu_busy_pct;             // the 95 % target: GPU-bound above, starvation rules below
+  double gpu_starved_fail_pct;     // starvation findings fail below this, warn up to the target
+  double saturated_pct;            // a core or a process at or above this is saturated
+  double host_saturated_share;     // the job holds at least this share of all cores: host full
+  double idle_cores_min;           // idle cores needed to suggest more loader workers
+  double iowait_pct;               // storage-bound at or above (with a busy disk)
+  double disk_busy_pct;            // busiest disk %util at or above
+  double involuntary_cs_per_busy;  // involuntary switches/s per busy process: preempted
+  double run_queue_per_core;       // runnable tasks per core at or above: more threads than cores
+  double efficiency_min_util_pct;  // small-kernel and tensor-core rules judge only above this
+  double sm_active_low_pct;        // SMs active below this while the GPU is busy: small kernels
+  double tensor_unused_pct;        // tensor activity below this while the GPU is busy
+  double job_no_gpu_pct;           // job SM share (else GPU util) at or below: GPU unused
+  double mem_available_min_pct;    // MemAvailable minimum below this share of RAM: pressure
+  double steal_pct;                // steal at or above: the hypervisor takes the CPUs
+  double short_run_s;              // watched for less than this: start-up weighs on everything
+};
+
+const WatchThresholds& watch_thresholds();
+
 // Checklist rows measured by other suites: one row of data each.
 struct MetricRowSpec {
   std::string_view id;
@@ -65,6 +88,9 @@ struct MetricRowSpec {
   double pass_limit;  // pass beyond this (strictly)
   double warn_limit;  // warn between pass_limit and this (inclusive); fail beyond
   std::string_view advice;
+  // Findings (diagnose_watch ids) that explain a warn/fail of this row, most specific first:
+  // the row names the first one present and gives its advice instead of `advice`.
+  std::span<const std::string_view> causes;
 };
 
 std::span<const MetricRowSpec> metric_rows();

@@ -48,10 +48,7 @@ std::string clock_drop(const Telemetry& t, const RunFacts& facts) {
 
 }  // namespace
 
-bool apply_slowdown_rule(Result& r, const RunFacts& facts) {
-  if (!r.telemetry || !r.telemetry->throttle_reasons) return false;
-  const std::uint64_t bits = *r.telemetry->throttle_reasons & kSlowdownReasons;
-  if (bits == 0) return false;
+SlowdownText describe_slowdowns(std::uint64_t bits) {
   std::vector<std::string> names, advice;
   for (const auto& s : kSlowdowns) {
     if ((bits & s.bit) == 0) continue;
@@ -59,13 +56,21 @@ bool apply_slowdown_rule(Result& r, const RunFacts& facts) {
     if (std::find(advice.begin(), advice.end(), s.advice) == advice.end())
       advice.emplace_back(s.advice);
   }
+  return {join(names, " + "), join(advice, "; ")};
+}
+
+bool apply_slowdown_rule(Result& r, const RunFacts& facts) {
+  if (!r.telemetry || !r.telemetry->throttle_reasons) return false;
+  const std::uint64_t bits = *r.telemetry->throttle_reasons & kSlowdownReasons;
+  if (bits == 0) return false;
+  const SlowdownText text = describe_slowdowns(bits);
   const Telemetry& t = *r.telemetry;
-  std::string reason = join(names, " + ") + " during the test: " + clock_drop(t, facts);
+  std::string reason = text.names + " during the test: " + clock_drop(t, facts);
   if (t.temp_c_max) reason += ", " + format_number(*t.temp_c_max) + " C max";
   reason += "; the figure is not this card's speed";
   r.status = Status::invalid;
   r.reason = reason;
-  r.advice = join(advice, "; ");
+  r.advice = text.advice;
   return true;
 }
 
