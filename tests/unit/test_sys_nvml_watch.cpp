@@ -224,6 +224,22 @@ TEST(NvmlWatch, StarvedCardSamplesAroundFortyPercentWithIdleTensorCores) {
   EXPECT_EQ(m->sm_active_pct, 35.0);
 }
 
+TEST(NvmlWatch, BusyNoTensorCardIsBusyWithIdleTensorCores) {
+  const Nvml nvml = load_fake("busy_no_tensor");
+  const auto device = nvml.device(0);
+  ASSERT_TRUE(device.has_value()) << nvml.unavailable_reason();
+  const auto samples = device->utilization_samples(NvmlSampleKind::gpu_utilization, 0);
+  ASSERT_EQ(samples.size(), 6u);
+  for (const UtilSample& s : samples) EXPECT_GE(s.value_pct, 98.0);
+  GpmSampler gpm = device->gpm_sampler();
+  ASSERT_TRUE(gpm.take());
+  ASSERT_TRUE(gpm.take());
+  const auto m = gpm.metrics();
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->sm_active_pct, 95.0);
+  EXPECT_EQ(m->tensor_active_pct, 3.0);
+}
+
 TEST(NvmlWatch, WithoutALibraryEveryWatchQueryIsEmpty) {
   const Nvml nvml = Nvml::load_from("/nonexistent/libnvidia-ml.so.1");
   ASSERT_FALSE(nvml.available());
