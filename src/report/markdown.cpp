@@ -1,8 +1,10 @@
 // report/markdown.cpp: the Markdown printer: the terminal report's content as GitHub tables,
-// for issues, pull requests and wikis. Every result row carries its evidence, advice and the
-// telemetry it ran under (N/A where NVML did not report a field).
+// for issues, pull requests and wikis. Every benchmark row carries its evidence, advice and the
+// telemetry it ran under (N/A where NVML did not report a field); watch figures carry what they
+// belong to; a watched job's findings close the report as a "Diagnosis" table.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 #include "report/report.hpp"
@@ -73,6 +75,28 @@ std::string render_markdown(const Run& run) {
     line();
     line("## " + s.title);
     line();
+    if (s.layout == Layout::monitor) {
+      // Watch figures: no references to compare with; notes say what a figure belongs to and
+      // why it is missing (once for consecutive figures skipped for the same reason).
+      line("| figure | value | notes |");
+      line("|---|---:|---|");
+      const Result* previous = nullptr;
+      for (const Result* r : s.results) {
+        std::string n = subject_text(*r);
+        if (r->telemetry) n += (n.empty() ? "" : "<br>") + telemetry_text(r->telemetry);
+        if (r->status != Status::info) {
+          const bool repeat = previous && previous->status == r->status &&
+                              previous->reason == r->reason && !r->reason.empty();
+          const std::string why = repeat ? std::string(to_string(r->status)) + " (as above)"
+                                         : notes(*r);
+          n = n.empty() ? why : n + "<br>" + why;
+        }
+        line(fmt::format("| {} | {} | {} |", cell(r->label.empty() ? r->key : r->label),
+                         cell(value_text(*r)), cell(n)));
+        previous = r;
+      }
+      continue;
+    }
     line("| test | value | ± CV | datasheet | achievable | status | notes | telemetry |");
     line("|---|---:|---:|---:|---:|---|---|---|");
     for (const Result* r : s.results) {
@@ -91,10 +115,26 @@ std::string render_markdown(const Run& run) {
     line();
     line("| check | target | measured | verdict | evidence | advice |");
     line("|---|---|---|---|---|---|");
-    for (const ChecklistRow& c : run.checklist)
+    for (const ChecklistRow& c : run.checklist) {
+      const bool advice_repeats =
+          !c.advice.empty() && std::any_of(run.checklist.data(), &c, [&](const ChecklistRow& o) {
+            return o.advice == c.advice;
+          });
       line(fmt::format("| {} | {} | {} | {} | {} | {} |", cell(c.check), cell(c.target),
                        cell(c.measured.value_or("-")), status_word(c.status), cell(c.evidence),
-                       cell(c.advice)));
+                       cell(advice_repeats ? "as above" : c.advice)));
+    }
+  }
+
+  if (!run.findings.empty()) {
+    line();
+    line("## Diagnosis");
+    line();
+    line("| verdict | finding | evidence | advice |");
+    line("|---|---|---|---|");
+    for (const Finding& f : run.findings)
+      line(fmt::format("| {} | **{}** | {} | {} |", status_word(f.status), cell(f.title),
+                       cell(f.evidence), cell(f.advice)));
   }
 
   line();

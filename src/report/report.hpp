@@ -20,7 +20,9 @@ struct TerminalOptions {
 
 std::string render(const Run& run, Format format, const TerminalOptions& options = {});
 
-// Sections: header, environment, results grouped by key section, the checklist, a summary.
+// Sections: header, environment, results grouped by key section (probe figures against their
+// references, watch figures as a list), the checklist, the diagnosis of a watched job (when
+// run.findings has any), a summary.
 std::string render_terminal(const Run& run, const TerminalOptions& options);
 // The same content as GitHub-flavoured Markdown tables.
 std::string render_markdown(const Run& run);

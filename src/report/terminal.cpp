@@ -6,7 +6,10 @@
 //   Environment      label  value
 //   <section>        test | value | ± CV | datasheet | achievable | status
 //                        skipped: reason / FAIL: evidence / advice: what to do
+//   <watch section>  figure | value | what it belongs to (process, core, disk) or status
+//                        skipped: reason (once for consecutive figures skipped alike)
 //   Baseline checklist   check (target) | measured | verdict | evidence, -> advice
+//   Diagnosis            verdict | title, evidence, -> advice      (when the run has findings)
 //   Overall: FAIL (counts)
 #include <fmt/format.h>
 
@@ -31,8 +34,11 @@ class TerminalWriter {
   std::string write() {
     header();
     environment();
-    for (const Section& s : group_sections(run_)) section(s);
+    const std::vector<Section> sections = group_sections(run_);
+    size_monitor_columns(sections);
+    for (const Section& s : sections) section(s);
     checklist();
+    diagnosis();
     summary();
     return out_;
   }
@@ -112,6 +118,10 @@ class TerminalWriter {
   }
 
   void section(const Section& s) {
+    if (s.layout == Layout::monitor) {
+      monitor_section(s);
+      return;
+    }
     heading(s.title);
     const Columns& c = columns();
     const std::size_t lw = label_width();
@@ -152,6 +162,90 @@ class TerminalWriter {
     }
   }
 
+  // Monitor sections: label | value | subject (or status), no header: the figures speak for
+  // themselves and a watch run has many sections. One label width for all of them, so the
+  // values line up down the whole report.
+  void size_monitor_columns(const std::vector<Section>& sections) {
+    std::size_t label_w = 0, value_w = 6;
+    for (const Section& s : sections) {
+      if (s.layout != Layout::monitor) continue;
+      for (const Result* r : s.results) {
+        label_w = std::max(label_w, display_width(r->label.empty() ? r->key : r->label));
+        value_w = std::max(value_w, display_width(value_text(*r)));
+      }
+    }
+    const std::size_t note_min = width_ >= 90 ? 20 : 10;
+    monitor_value_w_ = std::min<std::size_t>(value_w, 16);
+    monitor_label_w_ = std::min(label_w, width_ - 2 - 2 - monitor_value_w_ - 2 - note_min);
+  }
+
+  void monitor_section(const Section& s) {
+    heading(s.title);
+    const std::size_t lw = monitor_label_w_;
+    const std::size_t note_w = width_ - 2 - lw - 2 - monitor_value_w_ - 2;
+    for (std::size_t i = 0; i < s.results.size(); ++i) {
+      const Result& r = *s.results[i];
+      const auto labels = wrap(r.label.empty() ? r.key : r.label, lw);
+      const std::string subject = subject_text(r);
+      const std::string status = r.status == Status::info ? "" : status_word(r.status);
+      const auto notes =
+          wrap(status.empty() || subject.empty() ? status + subject : status + ", " + subject,
+               note_w);
+      const std::size_t n = std::max(labels.size(), notes.size());
+      for (std::size_t k = 0; k < n; ++k) {
+        std::string text = k < notes.size() ? notes[k] : "";
+        if (k == 0 && !status.empty())
+          text = paint(status, status_color(r.status)) + text.substr(status.size());
+        line(fmt::format("  {}  {}  {}", pad_right(k < labels.size() ? labels[k] : "", lw),
+                         pad_left(k == 0 ? value_text(r) : "", monitor_value_w_), text));
+      }
+      // The reason once for a run of figures skipped (or judged) for the same reason.
+      const Result* next = i + 1 < s.results.size() ? s.results[i + 1] : nullptr;
+      const bool same_as_next = next && next->status == r.status && next->reason == r.reason;
+      switch (r.status) {
+        case Status::skipped:
+        case Status::invalid:
+        case Status::warn:
+        case Status::fail:
+          if (!same_as_next)
+            detail(std::string(to_string(r.status)) + ": ",
+                   r.reason.empty() ? "no reason given" : r.reason, r.status);
+          break;
+        case Status::pass:
+        case Status::info:
+          if (opt_.verbose && !r.reason.empty()) detail("", r.reason);
+          break;
+      }
+      if (!r.advice.empty() && r.status != Status::pass && !same_as_next)
+        detail("advice: ", r.advice);
+      if (opt_.verbose && r.telemetry) detail("telemetry: ", telemetry_text(r.telemetry));
+    }
+  }
+
+  // Findings of a watched job: "FAIL     title", then the evidence and "-> advice" under it.
+  void diagnosis() {
+    if (run_.findings.empty()) return;
+    heading("Diagnosis");
+    constexpr std::size_t kVerdictW = 7;
+    const std::string indent(2 + kVerdictW + 2, ' ');
+    const std::size_t text_w = width_ - indent.size();
+    for (const Finding& f : run_.findings) {
+      if (&f != &run_.findings.front()) line();
+      const auto title = wrap(f.title, text_w);
+      const std::string verdict =
+          paint(pad_right(status_word(f.status), kVerdictW), status_color(f.status));
+      for (std::size_t i = 0; i < title.size(); ++i)
+        line(i == 0 ? "  " + verdict + "  " + paint(title[i], "1") : indent + title[i]);
+      if (!f.evidence.empty())
+        for (const auto& l : wrap(f.evidence, text_w)) line(indent + l);
+      if (!f.advice.empty()) {
+        const auto advice = wrap(f.advice, text_w - 3);
+        for (std::size_t i = 0; i < advice.size(); ++i)
+          line(indent + (i == 0 ? "-> " : "   ") + advice[i]);
+      }
+    }
+  }
+
   void checklist() {
     if (run_.checklist.empty()) return;
     heading("Baseline checklist");
@@ -165,12 +259,16 @@ class TerminalWriter {
                      ev_w >= 17 ? "evidence / advice" : "evidence"));
     for (const ChecklistRow& c : run_.checklist) {
       if (&c != &run_.checklist.front()) line();
+      // One cause behind two rows (a pegged loader starves the GPU and fills a core): its
+      // advice once.
+      const bool advice_repeats = std::any_of(
+          run_.checklist.data(), &c, [&](const ChecklistRow& o) { return o.advice == c.advice; });
       std::vector<std::string> check = wrap(c.check, check_w);
       for (auto& l : wrap("(" + c.target + ")", check_w)) check.push_back(std::move(l));
       const auto measured = wrap(c.measured.value_or("-"), measured_w);
       std::vector<std::string> evidence = wrap(c.evidence.empty() ? "-" : c.evidence, ev_w);
       if (!c.advice.empty()) {
-        const auto advice = wrap(c.advice, ev_w - 3);
+        const auto advice = wrap(advice_repeats ? "as above" : c.advice, ev_w - 3);
         for (std::size_t i = 0; i < advice.size(); ++i)
           evidence.push_back((i == 0 ? "-> " : "   ") + advice[i]);
       }
@@ -200,6 +298,8 @@ class TerminalWriter {
   const Run& run_;
   const TerminalOptions& opt_;
   std::size_t width_;
+  std::size_t monitor_label_w_ = 0;  // monitor sections: one label and value width for all
+  std::size_t monitor_value_w_ = 0;
   std::string out_;
 };
 

@@ -25,11 +25,27 @@ std::string format_number(double v) {
   return s;
 }
 
+namespace {
+
+// "1 cores" -> "1 core", "1 processes" -> "1 process": only for plain lowercase words, so
+// "GB/s" or "TFLOP/s" keep their s.
+std::string unit_for(const std::string& number, const std::string& unit) {
+  if (number != "1" || unit.size() < 2 || unit.back() != 's') return unit;
+  if (!std::all_of(unit.begin(), unit.end(), [](char c) { return c >= 'a' && c <= 'z'; }))
+    return unit;
+  if (unit.size() > 4 && unit.compare(unit.size() - 4, 4, "sses") == 0)
+    return unit.substr(0, unit.size() - 2);
+  return unit.substr(0, unit.size() - 1);
+}
+
+}  // namespace
+
 std::string value_text(const Result& r) {
   if (!r.value) return "-";
   // A count needs no unit word ("3 replays" is the label's job, not "3 count").
-  if (r.unit.empty() || r.unit == "count") return format_number(*r.value);
-  return format_number(*r.value) + " " + r.unit;
+  const std::string number = format_number(*r.value);
+  if (r.unit.empty() || r.unit == "count") return number;
+  return number + " " + unit_for(number, r.unit);
 }
 
 std::string cv_text(const Result& r) {
@@ -154,23 +170,52 @@ std::string status_counts(const Run& run) {
 
 namespace {
 
+// Watch keys whose two-segment prefix would make a section of one or two rows.
+struct SectionAlias {
+  std::string_view prefix;
+  std::string_view section;
+};
+constexpr SectionAlias kAliases[] = {
+    {"watch.host", "watch.cpu"},
+    {"watch.sampler", "watch.self"},
+    {"watch.interval", "watch.self"},
+    {"watch.samples", "watch.self"},
+};
+
 std::string section_prefix(const std::string& key) {
   const auto first = key.find('.');
   if (first == std::string::npos) return key;
   const auto second = key.find('.', first + 1);
-  return second == std::string::npos ? key : key.substr(0, second);
+  const std::string prefix = second == std::string::npos ? key : key.substr(0, second);
+  for (const SectionAlias& a : kAliases)
+    if (prefix == a.prefix) return std::string(a.section);
+  return prefix;
 }
 
-std::string section_title(const std::string& prefix) {
-  static const std::map<std::string, std::string> kTitles{
-      {"probe.gemm", "GEMM (cuBLASLt, dense)"},
-      {"probe.memory", "Device memory"},
-      {"probe.pcie", "PCIe host <-> device"},
-      {"probe.latency", "Launch latency"},
-      {"probe.host", "Host memory"},
+struct SectionInfo {
+  std::string title;
+  Layout layout;
+};
+
+SectionInfo section_info(const std::string& prefix) {
+  static const std::map<std::string, SectionInfo> kSections{
+      {"probe.gemm", {"GEMM (cuBLASLt, dense)", Layout::benchmark}},
+      {"probe.memory", {"Device memory", Layout::benchmark}},
+      {"probe.pcie", {"PCIe host <-> device", Layout::benchmark}},
+      {"probe.latency", {"Launch latency", Layout::benchmark}},
+      {"probe.host", {"Host memory", Layout::benchmark}},
+      {"watch.gpu", {"GPU (NVML, sampled)", Layout::monitor}},
+      {"watch.cpu", {"Host CPU (/proc/stat)", Layout::monitor}},
+      {"watch.job", {"Job: the command and its child processes", Layout::monitor}},
+      {"watch.mem", {"Host memory (/proc/meminfo)", Layout::monitor}},
+      {"watch.disk", {"Disk (/proc/diskstats, like iostat -x)", Layout::monitor}},
+      {"watch.perf", {"perf_event counters (the job)", Layout::monitor}},
+      {"watch.self", {"gpubase itself", Layout::monitor}},
   };
-  const auto it = kTitles.find(prefix);
-  return it == kTitles.end() ? prefix : it->second;
+  const auto it = kSections.find(prefix);
+  if (it != kSections.end()) return it->second;
+  // Any other watch.* group is measured while watching, too.
+  return {prefix, prefix.rfind("watch.", 0) == 0 ? Layout::monitor : Layout::benchmark};
 }
 
 }  // namespace
@@ -182,12 +227,25 @@ std::vector<Section> group_sections(const Run& run) {
     auto it = std::find_if(sections.begin(), sections.end(),
                            [&](const Section& s) { return s.prefix == prefix; });
     if (it == sections.end()) {
-      sections.push_back({prefix, section_title(prefix), {}});
+      const SectionInfo info = section_info(prefix);
+      sections.push_back({prefix, info.title, info.layout, {}});
       it = sections.end() - 1;
     }
     it->results.push_back(&r);
   }
   return sections;
+}
+
+std::string subject_text(const Result& r) {
+  std::vector<std::string> parts;
+  if (const auto comm = r.find_param("comm")) parts.push_back(*comm);
+  if (const auto pid = r.find_param("pid")) parts.push_back("pid " + *pid);
+  if (const auto pids = r.find_param("pids")) parts.push_back("pids " + *pids);
+  if (const auto core = r.find_param("core")) parts.push_back(*core);
+  if (const auto device = r.find_param("device")) parts.push_back(*device);
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
 }
 
 std::size_t display_width(std::string_view s) {

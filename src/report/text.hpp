@@ -36,13 +36,24 @@ bool has_verdict(const Run& run);
 // "12 pass, 1 warn, 2 fail, 1 invalid, 2 skipped, 4 info" (zero counts left out).
 std::string status_counts(const Run& run);
 
+// How a section's results print. benchmark: figures judged against datasheet and achievable
+// references (value, CV, ratios, status). monitor: figures seen while watching a job, with no
+// reference to compare (value and what it belongs to: a process, a core, a disk).
+enum class Layout { benchmark, monitor };
+
 struct Section {
   std::string prefix;  // "probe.gemm"
   std::string title;   // "GEMM"
+  Layout layout = Layout::benchmark;
   std::vector<const Result*> results;
 };
-// Results grouped by the first two key segments, sections in order of first appearance.
+// Results grouped by the first two key segments, sections in order of first appearance. A few
+// watch keys join a neighbour: watch.host.* goes with watch.cpu.*, and watch.sampler.*,
+// watch.interval.*, watch.samples make one "gpubase itself" section.
 std::vector<Section> group_sections(const Run& run);
+// What a watch figure belongs to, from its params: "pt_data_worker, pid 4711", "nvme0n1",
+// "cpu3 (busiest in 290 of 300 intervals)", "pids 5012,5013". Empty when none is set.
+std::string subject_text(const Result& r);
 
 // Columns a UTF-8 string takes (one per code point).
 std::size_t display_width(std::string_view s);

@@ -6,6 +6,9 @@
 //                             the power cap, and a PCIe link that trained to Gen3 x8.
 //   a100_run():               an older card: FP8 skipped, a slow D2H (warn), slow graph launches.
 //   no_gpu_run():             no driver: every GPU section skipped.
+//   watch_starved_run():      `gpubase watch` of a ResNet-50 job on an H200 with 16 cores and one
+//                             DataLoader worker: GPU busy ~40 % while the worker pegs a core.
+//                             Keys, labels and units as src/watch/summary.cpp writes them.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -184,6 +187,129 @@ inline Run no_gpu_run() {
     run.results.push_back(Result::skipped(std::string("probe.") + section,
                                           std::string(section) + " section", "", reason));
   diagnose::apply_verdicts(run);
+  run.checklist = diagnose::build_checklist(run);
+  return run;
+}
+
+// A watch figure as the summary writes it: a mean (or max/min) over the run's intervals.
+inline Result watch_figure(const std::string& key, const std::string& label,
+                           const std::string& unit, double value) {
+  Result r = Result::measured(key, label, unit, {value});
+  if (key.rfind("watch.gpu.", 0) == 0) r.param("gpu", "0");
+  return r;
+}
+
+inline Run watch_starved_run() {
+  Run run = base_run("2026-12-03T08:15:00Z", 300.4);
+  run.command = "watch";
+  run.environment = {
+      {"host.cpu_model", "CPU", "Intel(R) Xeon(R) Platinum 8480+"},
+      {"host.logical_cores", "logical cores", "16"},
+      {"host.physical_cores", "physical cores", "8"},
+      {"host.memory", "host memory", "251 GiB"},
+      {"host.kernel", "kernel", "6.8.0-60-generic"},
+      {"host.usable_cores", "cores usable by the job", "16"},
+      {"gpu.name", "GPU", "NVIDIA H200"},
+      {"gpu.index", "GPU index", "0"},
+      {"gpu.driver", "driver", "580.95.05"},
+      {"gpu.pci_bus_id", "PCI bus id", "00000000:19:00.0"},
+      {"watch.command", "command", "python train.py --data /data/imagenet --workers 1 -b 256"},
+      {"watch.pid", "pid", "48177"},
+      {"watch.exit", "ended", "interrupted (Ctrl-C); the job exited with code 130"},
+      {"watch.interval", "interval", "1 s"},
+  };
+  auto add = [&run](const std::string& key, const std::string& label, const std::string& unit,
+                    double value) {
+    run.results.push_back(watch_figure(key, label, unit, value));
+    return &run.results.back();
+  };
+  Result util = watch_figure("watch.gpu.util.pct", "GPU utilization, mean", "%", 40.2);
+  util.param("source", "the driver's utilization samples inside each interval");
+  Telemetry t = telemetry(1980, 1980, 236, std::nullopt, 44, 0);
+  t.samples = 300;
+  t.power_w_max = 402;
+  t.pcie_gen_min = 5;
+  t.pcie_gen_max = 5;
+  t.pcie_width_min = 16;
+  t.pcie_width_max = 16;
+  util.telemetry = t;
+  run.results.push_back(util);
+  add("watch.gpu.util.p10.pct", "GPU utilization, 10th percentile", "%", 31);
+  add("watch.gpu.util.below95.share.pct", "share of time GPU utilization < 95 %", "%", 98.7);
+  add("watch.gpu.mem_util.pct", "GPU memory-controller utilization, mean", "%", 14.8);
+  add("watch.gpu.sm_active.pct", "SM active (GPM), mean", "%", 35.1);
+  add("watch.gpu.sm_occupancy.pct", "SM occupancy (GPM), mean", "%", 12.4);
+  add("watch.gpu.tensor_active.pct", "tensor-core activity (GPM), mean", "%", 3.1);
+  add("watch.gpu.dram_bw.pct", "DRAM bandwidth utilization (GPM), mean", "%", 9.2);
+  add("watch.gpu.power.w", "GPU power, mean", "W", 236);
+  add("watch.gpu.memory_used.gib", "GPU memory used, max", "GiB", 31.4);
+  add("watch.gpu.temp.c", "GPU temperature, max", "°C", 44);
+  add("watch.gpu.sm_clock.mhz", "SM clock, mean", "MHz", 1980);
+  add("watch.gpu.pcie.rx.gbps", "PCIe host to GPU, mean", "GB/s", 0.41);
+  add("watch.gpu.pcie.tx.gbps", "PCIe GPU to host, mean", "GB/s", 0.05);
+  add("watch.gpu.job.sm.pct", "the job's share of the GPU (per-process), mean", "%", 38.6);
+  add("watch.gpu.other_processes", "other processes using the GPU, max", "processes", 0);
+
+  add("watch.host.cores", "online CPU cores", "cores", 16);
+  add("watch.cpu.busiest_core.pct", "busiest core's busy share, mean over intervals", "%", 99.1)
+      ->param("core", "cpu7 (busiest in 283 of 300 intervals)");
+  add("watch.cpu.hottest_core.pct", "hottest core's mean busy share", "%", 98.4)
+      ->param("core", "cpu7");
+  add("watch.cpu.mean_core.pct", "CPU busy, machine average", "%", 8.6);
+  add("watch.cpu.saturated_cores", "cores >= 90 % busy, mean", "cores", 1.0);
+  add("watch.cpu.iowait.pct", "CPU I/O wait, mean", "%", 0.3);
+  add("watch.cpu.steal.pct", "CPU steal (hypervisor), mean", "%", 0);
+  add("watch.cpu.system.pct", "CPU system time, mean", "%", 1.9);
+  add("watch.cpu.ctx_switches.per_s", "context switches, machine", "/s", 21400);
+  add("watch.cpu.run_queue", "runnable tasks, mean", "tasks", 2.1);
+  add("watch.cpu.blocked", "tasks blocked on I/O, mean", "tasks", 0.02);
+
+  add("watch.job.cpu.pct", "job CPU (100 % = one core), mean", "%", 137);
+  add("watch.job.processes", "job processes, max", "processes", 2);
+  add("watch.job.active_processes", "job processes using >= 10 % of a core, mean", "processes",
+      2);
+  add("watch.job.saturated_processes", "job processes using >= 90 % of a core, mean",
+      "processes", 1);
+  add("watch.job.threads", "job threads, max", "threads", 71);
+  add("watch.job.voluntary_cs.per_s", "job voluntary context switches", "/s", 3900);
+  add("watch.job.involuntary_cs.per_s", "job involuntary context switches", "/s", 45);
+  add("watch.job.involuntary_cs_per_process.per_s",
+      "involuntary context switches per active process", "/s", 22);
+  add("watch.job.rss.gib", "job resident memory, max", "GiB", 9.8);
+  Result* busiest = add("watch.job.busiest_process.cpu.pct",
+                        "busiest job process (100 % = one core), mean", "%", 99.2);
+  busiest->param("pid", "48213");
+  busiest->param("comm", "pt_data_worker");
+
+  add("watch.mem.available.gib", "memory available, min", "GiB", 231);
+  add("watch.mem.available.pct", "memory available, min (share of total)", "%", 91.8);
+  add("watch.mem.page_cache.gib", "page cache, mean", "GiB", 120);
+  add("watch.disk.util.pct", "busiest disk's %util, mean", "%", 3.1)->param("device", "nvme0n1");
+  add("watch.disk.await.ms", "busiest disk's read await, mean", "ms", 0.21)
+      ->param("device", "nvme0n1");
+  add("watch.disk.queue", "busiest disk's queue size (aqu-sz), mean", "requests", 0.02)
+      ->param("device", "nvme0n1");
+  add("watch.disk.read.mbps", "disk reads, all disks", "MB/s", 38);
+  add("watch.disk.write.mbps", "disk writes, all disks", "MB/s", 0.4);
+
+  const std::string no_perf =
+      "perf_event_open: permission denied (kernel.perf_event_paranoid is 4; needs <= 2 or "
+      "CAP_PERFMON)";
+  const std::pair<const char*, const char*> perf[] = {
+      {"watch.perf.ipc", "instructions per cycle (perf)"},
+      {"watch.perf.task_clock.cores", "CPUs utilized by the job (perf task-clock)"},
+      {"watch.perf.context_switches.per_s", "job context switches (perf)"},
+      {"watch.perf.migrations.per_s", "job CPU migrations (perf)"},
+      {"watch.perf.page_faults.per_s", "job page faults (perf)"},
+      {"watch.perf.cache_misses.per_s", "job cache misses (perf)"},
+  };
+  for (const auto& [key, label] : perf)
+    run.results.push_back(Result::skipped(key, label, "", no_perf));
+  add("watch.sampler.cpu.pct", "gpubase's own CPU (100 % = one core)", "%", 0.9);
+  add("watch.samples", "samples taken", "samples", 300);
+
+  diagnose::apply_verdicts(run);
+  run.findings = diagnose::diagnose_watch(run);
   run.checklist = diagnose::build_checklist(run);
   return run;
 }

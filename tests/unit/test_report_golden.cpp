@@ -72,3 +72,13 @@ TEST(GoldenReport, TerminalNoGpu) {
   expect_golden("report_no_gpu_terminal.txt",
                 gb::report::render_terminal(gb::test::no_gpu_run(), plain()));
 }
+
+TEST(GoldenReport, TerminalWatchStarvedJob) {
+  expect_golden("report_watch_starved_terminal.txt",
+                gb::report::render_terminal(gb::test::watch_starved_run(), plain()));
+}
+
+TEST(GoldenReport, MarkdownWatchStarvedJob) {
+  expect_golden("report_watch_starved_markdown.txt",
+                gb::report::render_markdown(gb::test::watch_starved_run()));
+}
