@@ -1,21 +1,20 @@
-// cli/app.cpp: subcommands probe, baseline and report. Each command builds a Run through the
-// suites, lets diagnose set verdicts and checklist rows, then hands it to the printers.
+// cli/app.cpp: subcommands probe, baseline, watch (cli/watch_cmd.cpp) and report. Each command
+// builds a Run through the suites, lets diagnose set verdicts and checklist rows, then hands it
+// to the printers.
 // Library code throws gb::Error; this file alone turns errors into exit codes.
 #include "cli/app.hpp"
 
-#include <csignal>
-#include <ctime>
 #include <cstdio>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <chrono>
 #include <sstream>
 
 #include "bench/probe.hpp"
 #include "cli/help.hpp"
 #include "cli/output.hpp"
+#include "cli/signals.hpp"
+#include "cli/watch_cmd.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "diagnose/diagnose.hpp"
@@ -23,37 +22,6 @@
 namespace gb::cli {
 
 namespace {
-
-std::atomic<long long> g_first_signal_ns{0};
-
-long long monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
-  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
-
-// First SIGINT/SIGTERM: finish the current measurement, then report what was measured.
-// A second one more than a second later: the user wants out now. Signals within that second
-// are one request: `timeout` and process managers deliver the same signal to the process and
-// to its group, and a double press should not lose the report.
-extern "C" void on_signal(int) {
-  const long long now = monotonic_ns();
-  if (!cancel_requested()) {
-    g_first_signal_ns.store(now, std::memory_order_relaxed);
-    request_cancel();
-    return;
-  }
-  if (now - g_first_signal_ns.load(std::memory_order_relaxed) > 1000000000LL)
-    _exit(static_cast<int>(ExitCode::interrupted));
-}
-
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
 
 void add_output_options(CLI::App& cmd, OutputOptions& out) {
   cmd.add_flag("--json", out.json, "print the run as JSON (schema: docs/results.md)");
@@ -155,6 +123,9 @@ int dispatch(int argc, char** argv) {
   add_output_options(*baseline, baseline_opts.out);
   baseline->footer(baseline_help());
 
+  CLI::App* watch = nullptr;
+  const auto watch_opts = add_watch_command(app, watch);
+
   OutputOptions report_out;
   std::string report_file;
   auto* report = app.add_subcommand("report", "render a saved run (terminal, Markdown or JSON)");
@@ -180,6 +151,7 @@ int dispatch(int argc, char** argv) {
                                      "fill their checklist rows once they run)");
     return finish(run_probe_into("baseline", baseline_opts), baseline_opts);
   }
+  if (*watch) return run_watch_command(*watch_opts);
   if (*report) {
     Run run = load_run(report_file);
     emit_run(run, report_out);

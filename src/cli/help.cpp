@@ -62,4 +62,26 @@ run as JSON under $GPUBASE_HOME (default ~/.local/share/gpubase/runs). Rows whos
 run say which command measures them.)";
 }
 
+std::string watch_help() {
+  return R"(Examples:
+  gpubase watch -- python train.py --epochs 1     run the job, watch it, diagnose it at the end
+  gpubase watch -i 0.1 -t 60 -- ./train.sh        100 ms samples, stop the job after 60 s
+  gpubase watch --pid 4242                        attach to a running job (Ctrl-C to stop)
+
+Every interval it samples the GPU through NVML (utilization from the driver's own samples,
+SM active / occupancy / tensor activity / DRAM bandwidth on Hopper and newer, power, clocks,
+temperatures, memory, PCIe traffic, throttle reasons, the job's own share of the GPU), every
+core of the CPU (/proc/stat), the job's whole process tree with its loader workers (CPU %,
+threads, RSS, context switches), memory, disks like iostat -x, and perf_event counters of the
+job where the kernel allows them. The live view goes to stderr; the report (checklist rows
+"GPU utilization > 95 %" and "CPU per core < 80 %", a diagnosis with evidence and advice, and
+every figure) to stdout when the job ends or on Ctrl-C.
+
+Ctrl-C at the terminal reaches the job too; gpubase gives it --grace seconds to exit, then
+sends SIGTERM, and writes the report. A SIGINT/SIGTERM sent to gpubase alone is forwarded to
+the job. The exit code is the job's own (128 + signal if a signal ended it); 0 when gpubase
+stopped it for --duration. Without a GPU or NVML the CPU side is still monitored and the
+report says what is missing. Series columns and result keys: docs/watch.md.)";
+}
+
 }  // namespace gb::cli

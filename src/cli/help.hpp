@@ -8,5 +8,6 @@ namespace gb::cli {
 std::string probe_help();
 std::string baseline_help();
 std::string exit_codes_help();
+std::string watch_help();
 
 }  // namespace gb::cli

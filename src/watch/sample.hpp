@@ -109,6 +109,7 @@ struct PerfInterval {
 struct WatchSample {
   double t_s = 0;         // end of the interval, seconds since monitoring started
   double interval_s = 0;  // length of the interval
+  double unix_time_s = 0;  // wall clock at the end of the interval (to line up with other tools)
   GpuInterval gpu;
   CpuInterval cpu;
   JobInterval job;

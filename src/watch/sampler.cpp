@@ -1,6 +1,7 @@
 // watch/sampler.cpp: one interval from host, GPU and perf readers.
 #include "watch/sampler.hpp"
 
+#include <chrono>
 #include <ctime>
 #include <set>
 #include <unistd.h>
@@ -36,6 +37,9 @@ WatchSample Sampler::sample(double now_s) {
   WatchSample s;
   s.t_s = now_s;
   s.interval_s = now_s - last_t_;
+  s.unix_time_s = std::chrono::duration<double>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
 
   const HostFiles files = host_.read(now_s);
   if (!config_.capture_dir.empty()) write_capture_step(config_.capture_dir, step_++, files);

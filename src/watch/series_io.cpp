@@ -92,6 +92,9 @@ const std::vector<Column>& columns() {
       {"perf_instructions_per_s",
        [](const WatchSample& s) { return s.perf.instructions_per_s; }},
       {"sampler_cpu_pct", [](const WatchSample& s) { return s.sampler_cpu_pct; }},
+      {"time_unix_s", [](const WatchSample& s) {
+         return s.unix_time_s > 0 ? std::optional<double>(s.unix_time_s) : std::nullopt;
+       }},
   };
   return cols;
 }
@@ -101,6 +104,8 @@ std::string number(double v) {
   char buf[64];
   if (v == std::floor(v) && std::fabs(v) < 1e15)
     std::snprintf(buf, sizeof buf, "%.0f", v);
+  else if (std::fabs(v) >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.3f", v);  // wall-clock times keep their milliseconds
   else
     std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;

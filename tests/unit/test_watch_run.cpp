@@ -63,7 +63,7 @@ TEST_F(WatchRun, ReturnsTheJobsExitCodeAndMonitorsItsCpu) {
   const Result* job = find(out, "watch.job.cpu.pct");
   ASSERT_NE(job, nullptr);
   ASSERT_TRUE(job->value.has_value()) << job->reason;
-  EXPECT_GT(*job->value, 20.0);  // the loop (plus date forks) kept a core busy
+  EXPECT_GT(*job->value, 5.0);  // the loop ran (it may share 2 cores with a build)
   EXPECT_GE(*find(out, "watch.samples")->value, 3.0);
   // No NVML here: the GPU side says why, the CPU side is measured.
   EXPECT_FALSE(out.gpu_available);
@@ -170,7 +170,7 @@ TEST_F(WatchRun, GpuSideThroughTheFakeNvml) {
   EXPECT_TRUE(out.gpu_available);
   const Result* util = find(out, "watch.gpu.util.pct");
   ASSERT_TRUE(util->value.has_value()) << util->reason;
-  EXPECT_GT(*util->value, 0.0);
+  EXPECT_NEAR(*util->value, 40.0, 3.0);  // the starved card: driver samples 38-42 %
   EXPECT_TRUE(find(out, "watch.gpu.power.w")->value.has_value());
   EXPECT_FALSE(fact(out, "gpu.name").empty());
 }

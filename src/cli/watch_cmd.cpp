@@ -1,0 +1,139 @@
+// cli/watch_cmd.cpp: `gpubase watch [options] -- CMD...` and `gpubase watch --pid PID`.
+#include "cli/watch_cmd.hpp"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/help.hpp"
+#include "cli/output.hpp"
+#include "cli/signals.hpp"
+#include "cli/watch_view.hpp"
+#include "core/error.hpp"
+#include "diagnose/diagnose.hpp"
+#include "watch/watch.hpp"
+
+namespace gb::cli {
+
+struct WatchCli {
+  watch::WatchOptions watch;
+  OutputOptions out;
+  std::string view = "auto";
+  double duration_s = 0;
+  int pid = 0;
+  bool no_series = false;
+  bool no_save = false;
+  bool no_perf = false;
+};
+
+std::shared_ptr<WatchCli> add_watch_command(CLI::App& app, CLI::App*& cmd) {
+  auto cli = std::make_shared<WatchCli>();
+  cmd = app.add_subcommand(
+      "watch", "run a command (or attach to a pid) and monitor it like nvidia-smi dmon + htop + "
+               "iostat -x + perf stat; diagnose it when it ends or on Ctrl-C");
+  cmd->add_option("command", cli->watch.command,
+                  "the command to run, after --: gpubase watch -- python train.py");
+  cmd->add_option("-p,--pid", cli->pid, "attach to a running process (and its children)");
+  cmd->add_option("-i,--interval", cli->watch.interval_s, "seconds between samples (0.1 .. 60)")
+      ->capture_default_str();
+  cmd->add_option("-t,--duration", cli->duration_s,
+                  "stop after this many seconds (a started command gets SIGINT, then SIGTERM)");
+  cmd->add_option("-d,--device", cli->watch.device, "GPU index (NVML)")->capture_default_str();
+  cmd->add_option("--series", cli->watch.series_path,
+                  "write the time series to FILE (.csv, else JSON lines); default: next to the "
+                  "saved run");
+  cmd->add_flag("--no-series", cli->no_series, "do not write the time series");
+  cmd->add_option("--capture", cli->watch.capture_dir,
+                  "copy the /proc files read at every interval into DIR (for bug reports)");
+  cmd->add_option("--view", cli->view, "live view: auto, panel, line or none")
+      ->capture_default_str();
+  cmd->add_option("--grace", cli->watch.stop_grace_s,
+                  "seconds the job gets to exit after Ctrl-C or --duration before SIGTERM")
+      ->capture_default_str();
+  cmd->add_flag("--no-perf", cli->no_perf, "do not open perf_event counters");
+  cmd->add_flag("--no-save", cli->no_save, "do not save the run (and its series)");
+  cmd->add_flag("--json", cli->out.json, "print the run as JSON (schema: docs/results.md)");
+  cmd->add_flag("--md", cli->out.markdown, "print the run as Markdown");
+  cmd->add_option("-o,--output", cli->out.output_file, "write the report to FILE");
+  cmd->add_flag("-q,--quiet", cli->out.quiet, "no live view or progress lines");
+  cmd->add_flag("--no-color", cli->out.no_color, "no ANSI colours (also: NO_COLOR=1)");
+  cmd->footer(watch_help());
+  return cli;
+}
+
+int run_watch_command(const WatchCli& cli) {
+  watch::WatchOptions options = cli.watch;
+  if (cli.pid != 0) options.pid = cli.pid;
+  if (cli.duration_s != 0) options.duration_s = cli.duration_s;
+  options.perf_counters = !cli.no_perf;
+  watch::validate(options);
+  const ViewMode mode = cli.out.quiet ? ViewMode::none : parse_view_mode(cli.view);
+
+  Run run;
+  run.tool_version = GPUBASE_VERSION;
+  run.command = "watch";
+  run.started_at = utc_now_iso8601();
+  std::filesystem::path saved_run;
+  if (!cli.no_save) {
+    // The run and its series share a name: <data dir>/runs/watch-<time>.json / .jsonl
+    std::string stamp = run.started_at;
+    for (char& c : stamp)
+      if (c == ':') c = '-';
+    const auto dir = data_dir() / "runs";
+    std::filesystem::create_directories(dir);
+    if (options.series_path.empty() && !cli.no_series)
+      options.series_path = (dir / ("watch-" + stamp + ".series.jsonl")).string();
+  }
+  if (cli.no_series) options.series_path.clear();
+
+  const std::string title = options.pid ? "pid " + std::to_string(*options.pid)
+                                        : [&] {
+                                            std::string t;
+                                            for (const auto& a : options.command)
+                                              t += (t.empty() ? "" : " ") + a;
+                                            return t;
+                                          }();
+  WatchView view(mode, title);
+  watch::WatchHooks hooks;
+  hooks.on_started = [&](int pid) {
+    if (!options.pid) set_signal_forward_pid(pid);  // an attached process is not ours to signal
+  };
+  hooks.on_sample = [&](const watch::WatchSample& s) { view.show(s); };
+  hooks.on_progress = [&](const std::string& line) {
+    if (!cli.out.quiet) view.note(line);
+  };
+
+  watch::WatchOutcome outcome;
+  try {
+    outcome = watch::run_watch(options, hooks);
+  } catch (...) {
+    set_signal_forward_pid(0);
+    view.close();
+    throw;
+  }
+  set_signal_forward_pid(0);
+  view.close();
+
+  run.duration_s = outcome.duration_s;
+  run.environment = std::move(outcome.facts);
+  run.results = std::move(outcome.results);
+  diagnose::apply_verdicts(run);
+  run.findings = diagnose::diagnose_watch(run);
+  run.checklist = diagnose::build_checklist(run);
+
+  emit_run(run, cli.out);
+  if (!cli.no_save) {
+    saved_run = save_run(run);
+    progress_line(cli.out, "saved " + saved_run.string());
+  }
+  if (!options.series_path.empty()) progress_line(cli.out, "time series: " + options.series_path);
+
+  // The job's exit code is gpubase's (like `time CMD`); a job gpubase stopped for --duration
+  // counts as success, an attached process stopped with Ctrl-C too.
+  if (outcome.exit) {
+    if (outcome.stopped_by_duration) return 0;
+    return outcome.exit->shell_code();
+  }
+  return 0;
+}
+
+}  // namespace gb::cli
