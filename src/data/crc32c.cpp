@@ -43,8 +43,8 @@ std::uint32_t crc32c_table(const std::uint8_t* p, std::size_t n, std::uint32_t c
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) std::uint32_t crc32c_sse42(const std::uint8_t* p,
-                                                              std::size_t n, std::uint32_t crc) {
+__attribute__((target("sse4.2"))) std::uint32_t crc32c_sse42(const std::uint8_t* p, std::size_t n,
+                                                             std::uint32_t crc) {
   std::uint64_t c = crc;
   while (n >= 8) {
     std::uint64_t v;

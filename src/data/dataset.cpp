@@ -5,8 +5,10 @@ namespace gb::data {
 
 std::string_view to_string(SampleFormat format) {
   switch (format) {
-    case SampleFormat::jpeg: return "jpeg";
-    case SampleFormat::raw_u8: return "raw_u8";
+    case SampleFormat::jpeg:
+      return "jpeg";
+    case SampleFormat::raw_u8:
+      return "raw_u8";
   }
   return "unknown";
 }

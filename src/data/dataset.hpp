@@ -59,9 +59,7 @@ struct ScanReport {
   std::vector<std::string> examples;
 
   // Everything that should have been a sample and was not (ignored entries are not counted).
-  std::size_t skipped() const {
-    return not_jpeg + unreadable + truncated + corrupt + unlabeled;
-  }
+  std::size_t skipped() const { return not_jpeg + unreadable + truncated + corrupt + unlabeled; }
   void note(const std::string& what);  // keeps the first kMaxExamples
   static constexpr std::size_t kMaxExamples = 10;
 };

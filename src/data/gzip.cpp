@@ -17,7 +17,9 @@ bool is_gzip(std::span<const std::uint8_t> bytes) {
 
 #if defined(GPUBASE_HAVE_ZLIB)
 
-bool gzip_supported() { return true; }
+bool gzip_supported() {
+  return true;
+}
 
 std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed,
                                  const std::string& name) {
@@ -38,8 +40,8 @@ std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed,
   std::uint8_t chunk[1 << 16];
   for (;;) {
     if (zs.avail_in == 0 && in_pos < compressed.size()) {
-      const std::size_t n = std::min<std::size_t>(compressed.size() - in_pos,
-                                                  std::numeric_limits<uInt>::max());
+      const std::size_t n =
+          std::min<std::size_t>(compressed.size() - in_pos, std::numeric_limits<uInt>::max());
       zs.next_in = const_cast<Bytef*>(compressed.data() + in_pos);
       zs.avail_in = static_cast<uInt>(n);
       in_pos += n;
@@ -69,11 +71,14 @@ std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed,
 
 #else
 
-bool gzip_supported() { return false; }
+bool gzip_supported() {
+  return false;
+}
 
 std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t>, const std::string& name) {
-  throw Error(ErrorKind::usage, name + ": gzip-compressed, and this build has no zlib "
-                                       "(install zlib1g-dev and rebuild, or gunzip the file)");
+  throw Error(ErrorKind::usage, name +
+                                    ": gzip-compressed, and this build has no zlib "
+                                    "(install zlib1g-dev and rebuild, or gunzip the file)");
 }
 
 #endif

@@ -14,7 +14,6 @@ bool gzip_supported();  // false when built without zlib
 
 // Decompresses a whole gzip stream (concatenated members included). Throws gb::Error (usage)
 // naming `name` when the stream is corrupt or truncated, or when built without zlib.
-std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed,
-                                 const std::string& name);
+std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed, const std::string& name);
 
 }  // namespace gb::data

@@ -16,13 +16,20 @@ std::uint32_t load_be32(const std::uint8_t* p) {
 
 std::string type_name(std::uint8_t code) {
   switch (code) {
-    case 0x08: return "uint8";
-    case 0x09: return "int8";
-    case 0x0B: return "int16";
-    case 0x0C: return "int32";
-    case 0x0D: return "float32";
-    case 0x0E: return "float64";
-    default: return "unknown type";
+    case 0x08:
+      return "uint8";
+    case 0x09:
+      return "int8";
+    case 0x0B:
+      return "int16";
+    case 0x0C:
+      return "int32";
+    case 0x0D:
+      return "float32";
+    case 0x0E:
+      return "float64";
+    default:
+      return "unknown type";
   }
 }
 
@@ -117,12 +124,14 @@ std::unique_ptr<IdxDataset> IdxDataset::open(const std::filesystem::path& images
   const IdxArray img = parse_idx(ds->images_.bytes(), images.string());
   const IdxArray lab = parse_idx(ds->labels_file_.bytes(), labels.string());
   if (img.dims.size() != 3 && img.dims.size() != 4) {
-    fail(images.string(), "images need 3 dimensions (count x height x width) or 4 (x channels),"
-                          " header has " + std::to_string(img.dims.size()));
+    fail(images.string(),
+         "images need 3 dimensions (count x height x width) or 4 (x channels),"
+         " header has " +
+             std::to_string(img.dims.size()));
   }
   if (lab.dims.size() != 1) {
-    fail(labels.string(), "labels need 1 dimension (count), header has " +
-                              std::to_string(lab.dims.size()));
+    fail(labels.string(),
+         "labels need 1 dimension (count), header has " + std::to_string(lab.dims.size()));
   }
   if (img.dims[0] != lab.dims[0]) {
     throw Error(ErrorKind::usage, images.string() + " has " + std::to_string(img.dims[0]) +

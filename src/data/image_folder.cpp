@@ -50,8 +50,9 @@ std::unique_ptr<ImageFolderDataset> ImageFolderDataset::open(const fs::path& roo
   }
   if (ec) throw Error(ErrorKind::usage, root.string() + ": cannot list: " + ec.message());
   if (classes.empty()) {
-    throw Error(ErrorKind::usage, root.string() + ": no class directories (expected "
-                                                  "root/<class>/<image>.jpg)");
+    throw Error(ErrorKind::usage, root.string() +
+                                      ": no class directories (expected "
+                                      "root/<class>/<image>.jpg)");
   }
   std::sort(classes.begin(), classes.end());
   ds->class_names_ = classes;
@@ -84,8 +85,8 @@ std::unique_ptr<ImageFolderDataset> ImageFolderDataset::open(const fs::path& roo
       const fs::file_status st = fs::status(file, st_ec);
       if (st_ec || !fs::exists(st)) {
         problem(scan, scan.unreadable, options.strict,
-                file.string() + ": unreadable: " +
-                    (st_ec ? st_ec.message() : std::string("dangling link")));
+                file.string() +
+                    ": unreadable: " + (st_ec ? st_ec.message() : std::string("dangling link")));
         continue;
       }
       if (!fs::is_regular_file(st)) {

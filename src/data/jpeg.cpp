@@ -13,20 +13,28 @@ namespace {
 
 int tj_subsampling(ChromaSubsampling s) {
   switch (s) {
-    case ChromaSubsampling::s444: return TJSAMP_444;
-    case ChromaSubsampling::s422: return TJSAMP_422;
-    case ChromaSubsampling::s420: return TJSAMP_420;
-    case ChromaSubsampling::gray: return TJSAMP_GRAY;
+    case ChromaSubsampling::s444:
+      return TJSAMP_444;
+    case ChromaSubsampling::s422:
+      return TJSAMP_422;
+    case ChromaSubsampling::s420:
+      return TJSAMP_420;
+    case ChromaSubsampling::gray:
+      return TJSAMP_GRAY;
   }
   return TJSAMP_420;
 }
 
 ChromaSubsampling from_tj(int s) {
   switch (s) {
-    case TJSAMP_444: return ChromaSubsampling::s444;
-    case TJSAMP_422: return ChromaSubsampling::s422;
-    case TJSAMP_GRAY: return ChromaSubsampling::gray;
-    default: return ChromaSubsampling::s420;
+    case TJSAMP_444:
+      return ChromaSubsampling::s444;
+    case TJSAMP_422:
+      return ChromaSubsampling::s422;
+    case TJSAMP_GRAY:
+      return ChromaSubsampling::gray;
+    default:
+      return ChromaSubsampling::s420;
   }
 }
 
@@ -66,9 +74,8 @@ JpegEncoder::~JpegEncoder() {
   if (handle_ != nullptr) tjDestroy(handle_);
 }
 
-void JpegEncoder::encode_rgb(std::span<const std::uint8_t> rgb, int width, int height,
-                             int quality, ChromaSubsampling subsampling,
-                             std::vector<std::uint8_t>& out) {
+void JpegEncoder::encode_rgb(std::span<const std::uint8_t> rgb, int width, int height, int quality,
+                             ChromaSubsampling subsampling, std::vector<std::uint8_t>& out) {
   if (width <= 0 || height <= 0 || rgb.size() < std::size_t(width) * height * 3) {
     throw Error(ErrorKind::runtime, "JpegEncoder: pixel buffer smaller than the image");
   }
@@ -76,9 +83,9 @@ void JpegEncoder::encode_rgb(std::span<const std::uint8_t> rgb, int width, int h
   out.resize(tjBufSize(width, height, tj_subsampling(subsampling)));
   unsigned char* dst = out.data();
   unsigned long size = out.size();
-  const int rc = tjCompress2(static_cast<tjhandle>(handle_), rgb.data(), width, width * 3, height,
-                             TJPF_RGB, &dst, &size, tj_subsampling(subsampling), quality,
-                             TJFLAG_NOREALLOC);
+  const int rc =
+      tjCompress2(static_cast<tjhandle>(handle_), rgb.data(), width, width * 3, height, TJPF_RGB,
+                  &dst, &size, tj_subsampling(subsampling), quality, TJFLAG_NOREALLOC);
   if (rc != 0) {
     throw Error(ErrorKind::runtime,
                 std::string("TurboJPEG: tjCompress2 failed: ") + tjGetErrorStr2(handle_));

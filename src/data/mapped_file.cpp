@@ -49,7 +49,8 @@ std::string errno_message(const std::filesystem::path& path, const std::string& 
 MappedFile MappedFile::open(const std::filesystem::path& path) {
   FdGuard fd(open_read_only(path));
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw Error(ErrorKind::usage, errno_message(path, "stat", errno));
+  if (::fstat(fd.get(), &st) != 0)
+    throw Error(ErrorKind::usage, errno_message(path, "stat", errno));
   if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::usage, path.string() + ": not a regular file");
   MappedFile file;
   file.path_ = path;
@@ -94,13 +95,14 @@ void MappedFile::advise_random() const {
 void read_whole_file(const std::filesystem::path& path, std::vector<std::uint8_t>& out) {
   FdGuard fd(open_read_only(path));
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw Error(ErrorKind::usage, errno_message(path, "stat", errno));
+  if (::fstat(fd.get(), &st) != 0)
+    throw Error(ErrorKind::usage, errno_message(path, "stat", errno));
   if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::usage, path.string() + ": not a regular file");
   out.resize(static_cast<std::size_t>(st.st_size));
   std::size_t done = 0;
   while (done < out.size()) {
-    const ssize_t n = ::pread(fd.get(), out.data() + done, out.size() - done,
-                              static_cast<off_t>(done));
+    const ssize_t n =
+        ::pread(fd.get(), out.data() + done, out.size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw Error(ErrorKind::usage, errno_message(path, "read", errno));
     if (n == 0) break;  // the file shrank since fstat
@@ -115,8 +117,8 @@ std::vector<std::uint8_t> read_file_prefix(const std::filesystem::path& path,
   std::vector<std::uint8_t> out(max_bytes);
   std::size_t done = 0;
   while (done < max_bytes) {
-    const ssize_t n = ::pread(fd.get(), out.data() + done, max_bytes - done,
-                              static_cast<off_t>(done));
+    const ssize_t n =
+        ::pread(fd.get(), out.data() + done, max_bytes - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw Error(ErrorKind::usage, errno_message(path, "read", errno));
     if (n == 0) break;

@@ -60,7 +60,9 @@ std::uint64_t load64(const std::uint8_t* p) {
   return v;
 }
 
-std::uint64_t align_up(std::uint64_t n, std::uint64_t a) { return (n + a - 1) / a * a; }
+std::uint64_t align_up(std::uint64_t n, std::uint64_t a) {
+  return (n + a - 1) / a * a;
+}
 
 // The temporary file of pack_dataset(): closed and removed unless committed.
 class TempFile {
@@ -126,8 +128,8 @@ PackSummary pack_dataset(const Dataset& dataset, const fs::path& path, const Pac
                          const Progress& progress) {
   const std::uint32_t align = options.sample_alignment;
   if (align == 0 || (align & (align - 1)) != 0) {
-    throw Error(ErrorKind::usage, "pack: sample alignment " + std::to_string(align) +
-                                      " is not a power of two");
+    throw Error(ErrorKind::usage,
+                "pack: sample alignment " + std::to_string(align) + " is not a power of two");
   }
   std::string classes;
   for (const std::string& name : dataset.class_names()) {
@@ -240,11 +242,12 @@ std::unique_ptr<PackedDataset> PackedDataset::open(const fs::path& path,
   const std::uint64_t payload_end = payload_offset + payload_bytes;
   if (payload_end < payload_offset || file_size < payload_end) {
     bad_pack(path, "truncated: the header says the payload ends at byte " +
-                       std::to_string(payload_end) + ", the file has " +
-                       std::to_string(file_size) + " bytes");
+                       std::to_string(payload_end) + ", the file has " + std::to_string(file_size) +
+                       " bytes");
   }
-  if (classes_offset + classes_bytes > payload_offset || index_offset + index_bytes > payload_offset ||
-      classes_offset < kPackHeaderBytes || index_offset < kPackHeaderBytes) {
+  if (classes_offset + classes_bytes > payload_offset ||
+      index_offset + index_bytes > payload_offset || classes_offset < kPackHeaderBytes ||
+      index_offset < kPackHeaderBytes) {
     bad_pack(path, "header sections overlap or lie outside the file");
   }
   const std::span<const std::uint8_t> classes = bytes.subspan(classes_offset, classes_bytes);
@@ -302,8 +305,9 @@ Sample PackedDataset::read(std::size_t index, std::vector<std::uint8_t>&) const 
   const Entry& e = entries_[index];
   const std::span<const std::uint8_t> bytes = payload_.subspan(e.offset, e.size);
   if (verify_reads_ && crc32c(bytes) != e.crc) {
-    throw Error(ErrorKind::usage, sample_name(index) + ": checksum mismatch (the pack is damaged;"
-                                                       " run verify)");
+    throw Error(ErrorKind::usage, sample_name(index) +
+                                      ": checksum mismatch (the pack is damaged;"
+                                      " run verify)");
   }
   return {bytes, e.label};
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <numbers>
 #include <system_error>
@@ -67,8 +68,10 @@ Size2 draw_size(Rng& r) {
   if (r.uniform() < 0.70) {
     long_side = 500;
     const double v = r.uniform();
-    ratio = v < 0.50 ? 4.0 / 3.0 : v < 0.78 ? 1.5 : v < 0.86 ? 1.0
-                                                               : std::exp(r.uniform(0, std::log(2.2)));
+    ratio = v < 0.50   ? 4.0 / 3.0
+            : v < 0.78 ? 1.5
+            : v < 0.86 ? 1.0
+                       : std::exp(r.uniform(0, std::log(2.2)));
   } else {
     long_side = std::clamp(std::exp(std::log(360.0) + 0.45 * r.normal()), 64.0, 2500.0);
     ratio = std::min(3.0, std::exp(std::abs(0.25 + 0.15 * r.normal())));
@@ -87,7 +90,9 @@ Size2 draw_size(Rng& r) {
 std::vector<float> fractal_field(int w, int h, int coarsest, float persistence, Rng& rng) {
   int levels = 0;
   while ((1 << (levels + 1)) <= coarsest) ++levels;
-  auto dims = [&](int level, int n) { return ((n + (1 << (levels - level)) - 1) >> (levels - level)) + 1; };
+  auto dims = [&](int level, int n) {
+    return ((n + (1 << (levels - level)) - 1) >> (levels - level)) + 1;
+  };
   int gw = dims(0, w), gh = dims(0, h);
   std::vector<float> grid(static_cast<std::size_t>(gw) * gh);
   for (float& v : grid) v = rng.centered();
@@ -143,11 +148,12 @@ const std::array<float, kSineTable>& sine_table() {
 
 // A soft-edged ellipse or rectangle, rotated, with its own colour and oriented stripes (a stand-in
 // for fabric, fur, foliage, brickwork: the mid/high frequencies an object adds).
-void paint_shape(std::vector<float>& rgb, const std::vector<float>& lum, int w, int h,
-                 float detail, Rng& r) {
+void paint_shape(std::vector<float>& rgb, const std::vector<float>& lum, int w, int h, float detail,
+                 Rng& r) {
   const float cx = static_cast<float>(r.uniform(-0.1, 1.1) * w);
   const float cy = static_cast<float>(r.uniform(-0.1, 1.1) * h);
-  const float scale = static_cast<float>(std::min(w, h) * std::exp(r.uniform(std::log(0.03), std::log(0.4))));
+  const float scale =
+      static_cast<float>(std::min(w, h) * std::exp(r.uniform(std::log(0.03), std::log(0.4))));
   const float ax = scale * static_cast<float>(r.uniform(0.5, 1.5));
   const float ay = scale * static_cast<float>(r.uniform(0.5, 1.5));
   const float angle = static_cast<float>(r.uniform(0, std::numbers::pi));
@@ -160,13 +166,16 @@ void paint_shape(std::vector<float>& rgb, const std::vector<float>& lum, int w, 
   const float period = static_cast<float>(std::exp(r.uniform(std::log(2.5), std::log(40.0))));
   const float stripe_amp = detail * static_cast<float>(r.uniform(0, 45));
   const float sangle = static_cast<float>(r.uniform(0, std::numbers::pi));
-  const float su = std::cos(sangle) * kSineTable / period, sv = std::sin(sangle) * kSineTable / period;
+  const float su = std::cos(sangle) * kSineTable / period,
+              sv = std::sin(sangle) * kSineTable / period;
   const float lum_gain = static_cast<float>(r.uniform(0.3, 1.3));
   const std::array<float, kSineTable>& sine = sine_table();
 
   const float reach = std::max(ax, ay) + edge_px;
-  const int x0 = std::max(0, static_cast<int>(cx - reach)), x1 = std::min(w, static_cast<int>(cx + reach) + 1);
-  const int y0 = std::max(0, static_cast<int>(cy - reach)), y1 = std::min(h, static_cast<int>(cy + reach) + 1);
+  const int x0 = std::max(0, static_cast<int>(cx - reach)),
+            x1 = std::min(w, static_cast<int>(cx + reach) + 1);
+  const int y0 = std::max(0, static_cast<int>(cy - reach)),
+            y1 = std::min(h, static_cast<int>(cy + reach) + 1);
   const float min_axis = std::min(ax, ay);
   for (int y = y0; y < y1; ++y) {
     for (int x = x0; x < x1; ++x) {
@@ -179,8 +188,8 @@ void paint_shape(std::vector<float>& rgb, const std::vector<float>& lum, int w, 
       const float alpha = opacity * std::clamp(0.5f + inside / (2 * edge_px), 0.0f, 1.0f);
       const std::size_t p = static_cast<std::size_t>(y) * w + x;
       const int phase = static_cast<int>(static_cast<float>(x) * su + static_cast<float>(y) * sv);
-      const float texture = stripe_amp * sine[static_cast<unsigned>(phase) & (kSineTable - 1)] +
-                            lum_gain * lum[p];
+      const float texture =
+          stripe_amp * sine[static_cast<unsigned>(phase) & (kSineTable - 1)] + lum_gain * lum[p];
       float* px = rgb.data() + 3 * p;
       px[0] += alpha * (c.r + texture - px[0]);
       px[1] += alpha * (c.g + texture - px[1]);
@@ -234,14 +243,16 @@ std::vector<std::uint8_t> synth_pixels(const SynthImageSpec& spec) {
   // Background: a linear gradient between two colours along a random direction.
   const Colour c0 = random_colour(r), c1 = random_colour(r);
   const double angle = r.uniform(0, 2 * std::numbers::pi);
-  const float gx = static_cast<float>(std::cos(angle) / w), gy = static_cast<float>(std::sin(angle) / h);
+  const float gx = static_cast<float>(std::cos(angle) / w),
+              gy = static_cast<float>(std::sin(angle) / h);
   std::vector<float> lum_scaled(n);
   std::vector<float> rgb(3 * n);
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       const std::size_t p = static_cast<std::size_t>(y) * w + x;
-      const float t = std::clamp(0.5f + gx * static_cast<float>(x - w / 2) +
-                                     gy * static_cast<float>(y - h / 2), 0.0f, 1.0f);
+      const float t =
+          std::clamp(0.5f + gx * static_cast<float>(x - w / 2) + gy * static_cast<float>(y - h / 2),
+                     0.0f, 1.0f);
       const float l = lum_amp * lum[p] +
                       texture_amp * std::clamp(0.7f + texture_mask[p], 0.0f, 1.0f) * texture[p];
       lum_scaled[p] = l;

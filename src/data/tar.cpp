@@ -69,7 +69,9 @@ bool all_zero(const std::uint8_t* h) {
   return std::all_of(h, h + kBlock, [](std::uint8_t b) { return b == 0; });
 }
 
-std::uint64_t round_up_block(std::uint64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
+std::uint64_t round_up_block(std::uint64_t n) {
+  return (n + kBlock - 1) / kBlock * kBlock;
+}
 
 // pax records: "<length> <key>=<value>\n", length counting the whole record.
 void parse_pax(std::span<const std::uint8_t> data, std::optional<std::string>& path,
@@ -79,8 +81,7 @@ void parse_pax(std::span<const std::uint8_t> data, std::optional<std::string>& p
     std::size_t len = 0, i = pos;
     while (i < data.size() && data[i] >= '0' && data[i] <= '9') len = len * 10 + (data[i++] - '0');
     if (len == 0 || i >= data.size() || data[i] != ' ' || pos + len > data.size()) return;
-    const std::string record(reinterpret_cast<const char*>(data.data()) + i + 1,
-                             pos + len - i - 1);
+    const std::string record(reinterpret_cast<const char*>(data.data()) + i + 1, pos + len - i - 1);
     pos += len;
     const std::size_t eq = record.find('=');
     if (eq == std::string::npos || record.empty() || record.back() != '\n') continue;
@@ -116,7 +117,7 @@ TarIndex index_tar(std::span<const std::uint8_t> archive) {
   TarIndex index;
   std::uint64_t pos = 0;
   const std::uint64_t end = archive.size();
-  std::optional<std::string> next_path;   // from a pax 'x' or GNU 'L' header
+  std::optional<std::string> next_path;    // from a pax 'x' or GNU 'L' header
   std::optional<std::uint64_t> next_size;  // from a pax 'x' header
 
   auto stop = [&](TarIndex::Stop why, const std::string& reason) {
@@ -145,9 +146,8 @@ TarIndex index_tar(std::span<const std::uint8_t> archive) {
       break;
     }
     const char type = static_cast<char>(h[kType]);
-    const std::uint64_t size = (type == '0' || type == '\0' || type == '7') && next_size
-                                   ? *next_size
-                                   : *header_size;
+    const std::uint64_t size =
+        (type == '0' || type == '\0' || type == '7') && next_size ? *next_size : *header_size;
     std::string name = field_string(h, kName, kNameLen);
     if (std::memcmp(h + kMagic, "ustar", 5) == 0 && h[kPrefix] != 0) {
       name = field_string(h, kPrefix, kPrefixLen) + "/" + name;
@@ -155,10 +155,10 @@ TarIndex index_tar(std::span<const std::uint8_t> archive) {
     const std::uint64_t data_pos = pos + kBlock;
     if (size > end - data_pos) {
       index.stop_member = clean_name(next_path.value_or(name));
-      stop(TarIndex::Stop::truncated,
-           "truncated at byte " + std::to_string(data_pos) + ": member '" +
-               clean_name(next_path.value_or(name)) + "' needs " + std::to_string(size) +
-               " bytes, " + std::to_string(end - data_pos) + " left");
+      stop(TarIndex::Stop::truncated, "truncated at byte " + std::to_string(data_pos) +
+                                          ": member '" + clean_name(next_path.value_or(name)) +
+                                          "' needs " + std::to_string(size) + " bytes, " +
+                                          std::to_string(end - data_pos) + " left");
       break;
     }
     const std::span<const std::uint8_t> data = archive.subspan(data_pos, size);
@@ -228,7 +228,10 @@ void TarWriter::header(const std::string& name, std::uint64_t size, char type) {
   }
   write_octal(c + kMtime, 12, 0);
   c[kType] = type;
-  std::memcpy(c + kMagic, "ustar\0" "00", 8);
+  std::memcpy(c + kMagic,
+              "ustar\0"
+              "00",
+              8);
   std::memset(c + kChksum, ' ', kChksumLen);
   std::uint32_t sum = 0;
   for (std::uint8_t b : h) sum += b;

@@ -43,7 +43,8 @@ enum class TarLongNames { pax, gnu };
 // naming the file on I/O failure. A writer destroyed without finish() leaves a truncated file.
 class TarWriter {
  public:
-  explicit TarWriter(const std::filesystem::path& path, TarLongNames long_names = TarLongNames::pax);
+  explicit TarWriter(const std::filesystem::path& path,
+                     TarLongNames long_names = TarLongNames::pax);
   TarWriter(const TarWriter&) = delete;
   TarWriter& operator=(const TarWriter&) = delete;
   ~TarWriter();

@@ -66,10 +66,9 @@ std::unique_ptr<WebDataset> WebDataset::open(const std::vector<fs::path>& shards
     ds->class_names_ = numeric_class_names(static_cast<std::size_t>(max_label + 1));
   } else {
     if (max_label >= static_cast<std::int32_t>(options.class_names.size())) {
-      throw Error(ErrorKind::usage, ds->source() + ": label " + std::to_string(max_label) +
-                                        " is out of range for " +
-                                        std::to_string(options.class_names.size()) +
-                                        " class names");
+      throw Error(ErrorKind::usage,
+                  ds->source() + ": label " + std::to_string(max_label) + " is out of range for " +
+                      std::to_string(options.class_names.size()) + " class names");
     }
     ds->class_names_ = options.class_names;
   }
@@ -142,8 +141,8 @@ void WebDataset::index_shard(std::uint32_t shard_index, bool strict) {
     const std::optional<std::int32_t> label =
         cls ? parse_cls(shard.bytes().subspan(cls->offset, cls->size)) : std::nullopt;
     if (!label) {
-      problem(scan_.unlabeled, where + (cls ? ": .cls is not a non-negative integer"
-                                            : ": no .cls member"));
+      problem(scan_.unlabeled,
+              where + (cls ? ": .cls is not a non-negative integer" : ": no .cls member"));
       continue;
     }
     entries_.push_back({shard_index, *label, image->offset, image->size, keys_.size(),

@@ -14,7 +14,9 @@
 namespace gb::data {
 namespace {
 
-std::filesystem::path fashion_dir() { return test::shared_data_dir() / "fashion-mnist"; }
+std::filesystem::path fashion_dir() {
+  return test::shared_data_dir() / "fashion-mnist";
+}
 
 // Opening the 60,000 training images inflates 26 MB of gzip: done once for the suite.
 class FashionMnist : public ::testing::Test {
@@ -168,8 +170,9 @@ TEST(IdxDataset, RejectsLabelsBeyondTheClassNames) {
   test::TempDir dir;
   test::write_bytes(dir / "i", idx_bytes(0x08, {10, 1, 1}, 10));
   test::write_bytes(dir / "l", idx_bytes(0x08, {10}, 10));  // labels 0..9
-  const std::string msg =
-      error_of([&] { IdxDataset::open(dir / "i", dir / "l", {{"a", "b", "c"}}); });
+  const std::string msg = error_of([&] {
+    IdxDataset::open(dir / "i", dir / "l", {{"a", "b", "c"}});
+  });
   EXPECT_NE(msg.find("label 9 is out of range for 3 class names"), std::string::npos) << msg;
 }
 

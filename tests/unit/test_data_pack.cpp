@@ -178,16 +178,16 @@ TEST(Pack, OpenRejectsADamagedHeaderOrIndex) {
 
   test::write_bytes(dir / "h.gbpack", good);
   flip_byte(dir / "h.gbpack", 20);  // sample count
-  EXPECT_NE(error_of([&] { PackedDataset::open(dir / "h.gbpack"); })
-                .find("header checksum mismatch"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { PackedDataset::open(dir / "h.gbpack"); }).find("header checksum mismatch"),
+      std::string::npos);
 
   // The index follows the class names ("bird\nfish\n", 10 bytes) at 4096 + 16 (8-aligned).
   test::write_bytes(dir / "i.gbpack", good);
   flip_byte(dir / "i.gbpack", 4096 + 16 + 12);  // label of sample 0
-  EXPECT_NE(error_of([&] { PackedDataset::open(dir / "i.gbpack"); })
-                .find("index checksum mismatch"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { PackedDataset::open(dir / "i.gbpack"); }).find("index checksum mismatch"),
+      std::string::npos);
 }
 
 TEST(Pack, OpenRejectsTruncatedFilesAndOtherFiles) {

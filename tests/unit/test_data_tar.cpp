@@ -80,7 +80,10 @@ std::vector<std::uint8_t> header(const std::string& name, const std::string& pre
                   static_cast<unsigned long long>(size));
   }
   h[156] = static_cast<std::uint8_t>(type);
-  std::memcpy(h.data() + 257, "ustar\0" "00", 8);
+  std::memcpy(h.data() + 257,
+              "ustar\0"
+              "00",
+              8);
   std::memcpy(h.data() + 345, prefix.data(), prefix.size());
   std::memset(h.data() + 148, ' ', 8);
   unsigned sum = 0;
@@ -222,8 +225,8 @@ TEST(WebDataset, ATruncatedShardKeepsTheSamplesBeforeTheCut) {
   ASSERT_EQ(full.members.at(10).name, "k3.cls");
   // Cut inside the fourth sample's JPEG, then inside its label (its JPEG complete): either way
   // k0..k2 survive and k3 is lost.
-  for (const std::uint64_t cut : {full.members[9].offset + full.members[9].size / 2,
-                                  full.members[10].offset}) {
+  for (const std::uint64_t cut :
+       {full.members[9].offset + full.members[9].size / 2, full.members[10].offset}) {
     test::write_bytes(dir / "cut.tar",
                       std::vector<std::uint8_t>(a.begin(), a.begin() + static_cast<long>(cut)));
     const auto ds = WebDataset::open({dir / "cut.tar"});
