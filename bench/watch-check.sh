@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # bench/watch-check.sh [OUT]: validates `gpubase watch` on a GPU host in one go (~7 min):
 #   1. builds, runs the CPU tests;
-#   2. a real PyTorch ResNet-50 job (bench/watch_job.py) well-fed (8 loader workers, light
-#      augmentation) and starved (1 worker, heavy augmentation), each watched by gpubase with
+#   2. a real PyTorch ResNet-50 job (bench/watch_job.py) well-fed (TF32, batch 256, 8 loader
+#      workers, light augmentation), starved (1 worker, heavy augmentation) and launch-bound
+#      (BF16, batch 32), each watched by gpubase with
 #      `nvidia-smi dmon -s u -d 1` running side by side; the reports, the dmon comparison
 #      (bench/watch_vs_dmon.py) and a trimmed /proc capture of each run for the CPU tests;
 #   3. Ctrl-C (SIGINT to gpubase): the job is stopped, the report still written, exit 130;
-#   4. the sampler's overhead at 1 s and 100 ms intervals: its own CPU time (watch.sampler.cpu.pct)
-#      and, from outside, /usr/bin/time's user+system over the wall time.
+#   4. the sampler's overhead at 1 s and 100 ms intervals while a training job runs: gpubase's
+#      utime+stime from /proc/<pid>/stat over 25 s, and its own figure (watch.sampler.cpu.pct).
 # Everything lands in OUT (default out/watch-check).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,19 +37,20 @@ run_case() {
   sleep 2
   kill "$dmon" 2>/dev/null; wait "$dmon" 2>/dev/null
   "$GB" report --no-color "$WORK/$name.json" > "$OUT/watch-$name.txt"
-  cp "$WORK/$name.json" "$OUT/watch-$name.json"
   grep -E "img/s" "$WORK/$name.job.txt" | tail -3
   sed -n '/^Diagnosis/,/^Overall/p' "$OUT/watch-$name.txt"
 }
 
 echo "== well-fed and starved ResNet-50 jobs"
-run_case fed --workers 8 --seconds 50
-run_case starved --workers 1 --heavy-aug --seconds 50
+run_case fed --precision tf32 --workers 8 --batch 256 --seconds 40
+run_case starved --workers 1 --heavy-aug --seconds 35
+run_case smallbatch --precision bf16 --workers 8 --batch 32 --seconds 30
 python3 bench/watch_vs_dmon.py fed "$WORK/fed.jsonl" "$WORK/dmon-fed.txt" \
-  starved "$WORK/starved.jsonl" "$WORK/dmon-starved.txt" --out "$WORK/dmon-compare.json"
+  starved "$WORK/starved.jsonl" "$WORK/dmon-starved.txt" \
+  smallbatch "$WORK/smallbatch.jsonl" "$WORK/dmon-smallbatch.txt" --out "$WORK/dmon-compare.json"
 
 # Six consecutive steps from the middle of each capture, for the CPU tests' fixtures.
-for name in fed starved; do
+for name in fed starved smallbatch; do
   cap=$WORK/cap-$name
   steps=($(ls "$cap" | grep -E '^[0-9]{6}$' | sort))
   mid=$(( ${#steps[@]} / 2 ))
@@ -76,22 +78,31 @@ PY
 echo "== overhead"
 overhead() {
   local interval=$1
-  /usr/bin/time -f "%e %U %S" -o "$WORK/time-$interval.txt" \
-    "$GB" watch -i "$interval" -t 30 --view none --no-save --json -o "$WORK/ovh-$interval.json" \
-    -- sleep 60
-  python3 - "$WORK/ovh-$interval.json" "$WORK/time-$interval.txt" "$interval" <<'PY'
+  "$GB" watch -i "$interval" -t 40 --view none --no-save --json -o "$WORK/ovh-$interval.json" \
+    --series "$WORK/ovh-$interval.series.csv" -- python3 bench/watch_job.py --workers 4 \
+    --seconds 90 > /dev/null 2>&1 &
+  local pid=$!
+  sleep 8   # past the start-up (and the first 5 s of tree scans every interval)
+  local a=$(awk '{print $14 + $15}' /proc/$pid/stat)
+  sleep 25
+  local b=$(awk '{print $14 + $15}' /proc/$pid/stat)
+  wait "$pid"
+  python3 - "$WORK/ovh-$interval.json" "$a" "$b" "$interval" "$(getconf CLK_TCK)" <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1]))
 own = next(r for r in run["results"] if r["key"] == "watch.sampler.cpu.pct")
-e, u, s = map(float, open(sys.argv[2]).read().split()[-3:])
-print(f"interval {sys.argv[3]} s: sampler {own['value']:.3f} % of a core (own clock); "
-      f"/usr/bin/time {100 * (u + s) / e:.3f} % over {e:.1f} s")
+a, b, tck = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
+print(f"interval {sys.argv[4]} s: /proc/<gpubase>/stat utime+stime over 25 s of training: "
+      f"{100 * (b - a) / tck / 25:.2f} % of a core; whole run by its own clock "
+      f"{own['value']:.2f} % ({own['params'].get('cpu per sample', '')})")
 PY
 }
 overhead 1
 overhead 0.1
 
 cp "$WORK/dmon-compare.json" "$OUT/"
-tar -C "$WORK" -czf "$OUT/raw.tar.gz" fed.jsonl starved.jsonl dmon-fed.txt dmon-starved.txt \
-  fed.live.txt starved.live.txt fed.job.txt starved.job.txt ctest.txt ovh-1.json ovh-0.1.json
+tar -C "$WORK" -czf "$OUT/raw.tar.gz" fed.json starved.json smallbatch.json fed.jsonl \
+  starved.jsonl smallbatch.jsonl dmon-fed.txt dmon-starved.txt dmon-smallbatch.txt \
+  fed.live.txt starved.live.txt smallbatch.live.txt fed.job.txt starved.job.txt \
+  smallbatch.job.txt ctest.txt ovh-1.json ovh-0.1.json ovh-1.series.csv ovh-0.1.series.csv
 rm -rf "$WORK"

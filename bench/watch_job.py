@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """A real PyTorch training job for validating `gpubase watch` (bench/watch-check.sh).
 
-ResNet-50 (torchvision), SGD, bf16 autocast, channels_last, fed by a torch DataLoader from an
-in-memory set of 500x375 RGB images (ImageNet's typical size):
+ResNet-50 (torchvision), SGD, channels_last, fed by a torch DataLoader from an in-memory set of
+500x375 RGB images (ImageNet's typical size):
 
-  well-fed: --workers 8, light augmentation (random 224 crop + flip on uint8 tensors); the GPU
-            step is the bottleneck.
-  starved : --workers 1 --heavy-aug: torchvision RandomResizedCrop + ColorJitter + GaussianBlur
-            on PIL images in one loader process; the GPU waits for data.
+  well-fed  : --precision tf32 --batch 256 --workers 8, light augmentation (random 224 crop +
+              flip on uint8 tensors); the GPU step is the bottleneck.
+  starved   : --workers 1 --heavy-aug: torchvision RandomResizedCrop + ColorJitter + GaussianBlur
+              in one loader process; the GPU waits for data.
+  small batch: --precision bf16 --batch 32: eager PyTorch's per-op launch cost in the training
+              process is the limit (the main thread holds a core; the GPU waits on it).
 
 Prints images/s every few seconds; runs --seconds of training and exits 0 (130 on Ctrl-C).
 """
@@ -71,9 +73,13 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--images", type=int, default=256)
+    ap.add_argument("--precision", choices=["bf16", "tf32", "fp32"], default="bf16")
     args = ap.parse_args()
 
     torch.backends.cudnn.benchmark = True
+    tf32 = args.precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
     dev = torch.device("cuda")
     model = torchvision.models.resnet50().to(dev).to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
@@ -87,7 +93,7 @@ def main():
         x = x.to(dev, non_blocking=True).float().sub_(mean).div_(std)
         x = x.contiguous(memory_format=torch.channels_last)
         y = y.to(dev, non_blocking=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
             loss = F.cross_entropy(model(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -13,13 +13,13 @@ import json
 import sys
 
 
-def read_series(path):
+def read_series(path, column="gpu_util_pct"):
     rows = []
     with open(path) as f:
         for line in f:
             j = json.loads(line)
-            if j.get("time_unix_s") is not None and j.get("gpu_util_pct") is not None:
-                rows.append((j["time_unix_s"], j["gpu_util_pct"]))
+            if j.get("time_unix_s") is not None and j.get(column) is not None:
+                rows.append((j["time_unix_s"], j[column]))
     return rows
 
 
@@ -42,7 +42,7 @@ def read_dmon(path):
     return rows
 
 
-def compare(series, dmon, trim=5.0):
+def compare(series, dmon, now=None, trim=5.0):
     lo = max(series[0][0], dmon[0][0]) + trim
     hi = min(series[-1][0], dmon[-1][0]) - trim
     s = [v for t, v in series if lo <= t <= hi]
@@ -57,7 +57,10 @@ def compare(series, dmon, trim=5.0):
     if not s or not d:
         return {"error": "no overlapping samples"}
     ms, md = sum(s) / len(s), sum(d) / len(d)
+    n = [v for t, v in (now or []) if lo <= t <= hi]
     return {
+        # the device's current figure read by gpubase at each interval (what dmon reads)
+        "gpubase_util_now_mean_pct": round(sum(n) / len(n), 2) if n else None,
         "window_s": round(hi - lo, 1),
         "gpubase_samples": len(s),
         "dmon_samples": len(d),
@@ -79,7 +82,8 @@ def main():
     result = {}
     for i in range(0, len(args), 3):
         name, series, dmon = args[i:i + 3]
-        result[name] = compare(read_series(series), read_dmon(dmon))
+        result[name] = compare(read_series(series), read_dmon(dmon),
+                               read_series(series, "gpu_util_now_pct"))
         print(name, json.dumps(result[name]))
     if out:
         with open(out, "w") as f:

@@ -340,6 +340,8 @@ bool size_query_ok(api::nvmlReturn_t rc) {
 
 // Entries can appear between the size query and the read; retry a few times on a short buffer.
 constexpr int kReadAttempts = 3;
+constexpr unsigned int kSampleBufferGuess = 512;  // the driver keeps ~120 utilization samples
+constexpr unsigned int kProcessBufferGuess = 256;
 
 double steady_now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -444,11 +446,14 @@ std::vector<UtilSample> NvmlDevice::utilization_samples(NvmlSampleKind kind,
                                            : api::NVML_MEMORY_UTILIZATION_SAMPLES;
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
     api::nvmlValueType_t value_type{};
-    unsigned int count = 0;
-    // NULL buffer: NVML answers how many entries to allocate.
-    if (!size_query_ok(
-            lib_->get_samples(dev, type, since_timestamp_us, &value_type, &count, nullptr)) ||
-        count == 0) {
+    // First a buffer big enough for the driver's whole sample ring (one call, which is what
+    // a sampler running every 100 ms can afford); only if NVML says it is too small, ask the
+    // size with a NULL buffer.
+    unsigned int count = kSampleBufferGuess;
+    if (attempt > 0 &&
+        (!size_query_ok(
+             lib_->get_samples(dev, type, since_timestamp_us, &value_type, &count, nullptr)) ||
+         count == 0)) {
       return out;
     }
     std::vector<api::nvmlSample_t> buffer(count);
@@ -476,9 +481,10 @@ std::vector<ProcessUtil> NvmlDevice::process_utilization(std::uint64_t since_tim
   if (!lib_ || !lib_->get_process_utilization) return out;
   const api::nvmlDevice_t dev = as_device(handle_);
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
-    unsigned int count = 0;
-    if (!size_query_ok(lib_->get_process_utilization(dev, nullptr, &count, since_timestamp_us)) ||
-        count == 0) {
+    unsigned int count = kProcessBufferGuess;  // as above: one call unless it is too small
+    if (attempt > 0 &&
+        (!size_query_ok(lib_->get_process_utilization(dev, nullptr, &count, since_timestamp_us)) ||
+         count == 0)) {
       return out;
     }
     std::vector<api::nvmlProcessUtilizationSample_t> buffer(count);
@@ -508,7 +514,7 @@ std::optional<PcieThroughput> NvmlDevice::pcie_throughput() const {
   return PcieThroughput{std::uint64_t{tx_kb} * 1024, std::uint64_t{rx_kb} * 1024};
 }
 
-NvmlWatchSample NvmlDevice::watch_sample() const {
+NvmlWatchSample NvmlDevice::watch_sample(bool with_pcie_throughput) const {
   NvmlWatchSample s;
   if (!lib_) return s;
   static_cast<NvmlSample&>(s) = sample();
@@ -524,7 +530,7 @@ NvmlWatchSample NvmlDevice::watch_sample() const {
       s.memory_temp_c = value_as_double(field.valueType, field.value);
     }
   }
-  s.pcie_throughput = pcie_throughput();
+  if (with_pcie_throughput) s.pcie_throughput = pcie_throughput();
   return s;
 }
 

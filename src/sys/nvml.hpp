@@ -145,7 +145,9 @@ class NvmlDevice {
                                               std::uint64_t since_timestamp_us = 0) const;
   std::vector<ProcessUtil> process_utilization(std::uint64_t since_timestamp_us = 0) const;
   std::optional<PcieThroughput> pcie_throughput() const;  // NVML's KB/s as bytes/s (x1024)
-  NvmlWatchSample watch_sample() const;
+  // with_pcie_throughput = false skips the PCIe counters (NVML samples them over ~20 ms per
+  // call, the costliest part of the sample).
+  NvmlWatchSample watch_sample(bool with_pcie_throughput = true) const;
   GpmSampler gpm_sampler() const;
 
  private:

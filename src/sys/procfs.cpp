@@ -3,6 +3,8 @@
 #include "sys/text_parse.hpp"
 #include "sys/procfs.hpp"
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -308,21 +310,23 @@ std::optional<MemInfo> read_meminfo(const std::string& proc_root) {
 std::vector<int> process_tree(int root_pid, const std::string& proc_root) {
   std::map<int, std::vector<int>> children;  // ppid -> pids, each list in pid order
   std::set<int> present;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(proc_root, ec);
-  if (ec) return {};
+  // opendir/readdir: this walk runs about once a second under `gpubase watch`, over every
+  // process of the machine.
+  DIR* dir = opendir(proc_root.c_str());
+  if (!dir) return {};
   std::vector<std::pair<int, int>> pid_ppid;
-  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    const auto pid = parse_number<int>(it->path().filename().string());
+  std::string path;
+  while (const dirent* entry = readdir(dir)) {
+    const auto pid = parse_number<int>(entry->d_name);
     if (!pid) continue;
-    const auto text = read_text_file(it->path().string() + "/stat");
-    if (!text) continue;  // exited while we listed
+    path.assign(proc_root).append("/").append(entry->d_name).append("/stat");
+    const auto text = read_text_file(path);    if (!text) continue;  // exited while we listed
     const auto stat = parse_pid_stat(*text);
     if (!stat) continue;
     present.insert(*pid);
     pid_ppid.emplace_back(*pid, stat->ppid);
   }
+  closedir(dir);
   if (!present.count(root_pid)) return {};
   std::sort(pid_ppid.begin(), pid_ppid.end());
   for (const auto& [pid, ppid] : pid_ppid) children[ppid].push_back(pid);

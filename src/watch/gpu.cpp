@@ -1,6 +1,9 @@
 // watch/gpu.cpp: GPU figures of an interval from NVML.
 #include "watch/gpu.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <map>
 
 #include "sys/text_parse.hpp"
@@ -16,7 +19,21 @@ std::uint64_t latest_timestamp(const std::vector<sys::UtilSample>& samples, std:
   return since;
 }
 
+double thread_cpu_ms() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
 }  // namespace
+
+std::vector<sys::UtilSample> settled_samples(std::vector<sys::UtilSample> fresh,
+                                             std::uint64_t& last_us) {
+  // fresh is in timestamp order (NvmlDevice::utilization_samples sorts it).
+  if (!fresh.empty()) fresh.pop_back();
+  for (const sys::UtilSample& s : fresh) last_us = std::max(last_us, s.timestamp_us);
+  return fresh;
+}
 
 std::optional<double> mean_of(const std::vector<sys::UtilSample>& samples) {
   if (samples.empty()) return std::nullopt;
@@ -35,12 +52,19 @@ bool in_nested_pid_namespace(const std::string& proc_root) {
   return nested;
 }
 
+GpuReader::~GpuReader() {
+  if (!profiling_) return;
+  std::fprintf(stderr, "gpubase: NVML cost per sample (CPU time of the sampler thread):\n");
+  for (const auto& [name, c] : profile_)
+    std::fprintf(stderr, "  %-28s %8.3f ms x %ld\n", name.c_str(), c.calls ? c.ms / c.calls : 0.0,
+                 c.calls);
+}
+
 GpuReader::GpuReader(sys::NvmlDevice device)
     : device_(std::move(device)), gpm_(device_.gpm_sampler()) {
+  profiling_ = std::getenv("GPUBASE_WATCH_PROFILE") != nullptr;
   last_util_us_ = latest_timestamp(
       device_.utilization_samples(sys::NvmlSampleKind::gpu_utilization), 0);
-  last_mem_util_us_ = latest_timestamp(
-      device_.utilization_samples(sys::NvmlSampleKind::memory_utilization), 0);
   for (const sys::ProcessUtil& p : device_.process_utilization())
     last_process_us_ = std::max(last_process_us_, p.timestamp_us);
   if (gpm_.available()) gpm_.take();
@@ -52,19 +76,32 @@ GpuReader::GpuReader(sys::NvmlDevice device)
 
 std::string GpuReader::gpm_unavailable_reason() const { return gpm_.unavailable_reason(); }
 
-GpuInterval GpuReader::read(const std::set<int>& job_pids) {
+GpuInterval GpuReader::read(const std::set<int>& job_pids, double now_s) {
   GpuInterval g;
-  const sys::NvmlWatchSample s = device_.watch_sample();
+  double mark = profiling_ ? thread_cpu_ms() : 0;
+  auto cost = [&](const char* name) {
+    if (!profiling_) return;
+    const double now = thread_cpu_ms();
+    Cost& c = profile_[name];
+    c.ms += now - mark;
+    ++c.calls;
+    mark = now;
+  };
+  const bool slow = !last_slow_read_s_ || now_s - *last_slow_read_s_ >= kSlowReadS;
+  if (slow) last_slow_read_s_ = now_s;
+  const sys::NvmlWatchSample s = device_.watch_sample(slow);
+  cost(slow ? "state + PCIe traffic" : "state");
 
-  const auto util = device_.utilization_samples(sys::NvmlSampleKind::gpu_utilization,
-                                                last_util_us_);
-  last_util_us_ = latest_timestamp(util, last_util_us_);
-  // No driver sample inside a short interval: fall back to the device's current figure.
+  const auto util = settled_samples(
+      device_.utilization_samples(sys::NvmlSampleKind::gpu_utilization, last_util_us_),
+      last_util_us_);
+  // No settled driver sample inside a short interval: the device's current figure.
+  g.util_now_pct = s.gpu_util_pct;
   g.util_pct = mean_of(util) ? mean_of(util) : s.gpu_util_pct;
-  const auto mem = device_.utilization_samples(sys::NvmlSampleKind::memory_utilization,
-                                               last_mem_util_us_);
-  last_mem_util_us_ = latest_timestamp(mem, last_mem_util_us_);
-  g.mem_util_pct = mean_of(mem) ? mean_of(mem) : s.mem_util_pct;
+  // Memory-controller utilization: the device's current figure (as nvidia-smi dmon's "mem");
+  // its sample buffer would cost another NVML call per sample.
+  g.mem_util_pct = s.mem_util_pct;
+  cost("utilization samples");
 
   if (gpm_.available() && gpm_.take()) {
     if (const auto m = gpm_.metrics()) {
@@ -74,6 +111,7 @@ GpuInterval GpuReader::read(const std::set<int>& job_pids) {
       g.dram_bw_pct = m->dram_bw_pct;
     }
   }
+  cost("GPM");
 
   g.power_w = s.power_w;
   g.sm_clock_mhz = s.sm_clock_mhz;
@@ -91,7 +129,9 @@ GpuInterval GpuReader::read(const std::set<int>& job_pids) {
 
   // Per-process shares: NVML lists one entry per process and driver sample; average each
   // process over its entries, then add up the job's processes.
+  if (!slow) return g;
   const auto procs = device_.process_utilization(last_process_us_);
+  cost("process utilization");
   std::map<std::uint32_t, std::pair<double, int>> per_pid;  // pid -> (sum of sm %, entries)
   for (const sys::ProcessUtil& p : procs) {
     last_process_us_ = std::max(last_process_us_, p.timestamp_us);

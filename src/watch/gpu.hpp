@@ -4,6 +4,8 @@
 // PCIe traffic, throttle reasons, and the job's share of the GPU from per-process utilization.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -16,8 +18,17 @@ class GpuReader {
  public:
   // Reads the device once so the first interval only sees what happens after monitoring began.
   explicit GpuReader(sys::NvmlDevice device);
+  // With $GPUBASE_WATCH_PROFILE set, prints the CPU time each NVML query took on average.
+  ~GpuReader();
+  GpuReader(const GpuReader&) = delete;
+  GpuReader& operator=(const GpuReader&) = delete;
 
-  GpuInterval read(const std::set<int>& job_pids);
+  // now_s: seconds since monitoring began. PCIe traffic and per-process shares, the two
+  // costliest queries (~1.7 ms of CPU each on an H200 host), are read at most once per
+  // kSlowReadS: the per-process shares cover the whole time since the last read, and PCIe
+  // traffic is a ~20 ms snapshot either way. The rest is read every call.
+  GpuInterval read(const std::set<int>& job_pids, double now_s);
+  static constexpr double kSlowReadS = 2.0;
 
   // Why GPM metrics are missing (empty when they are available).
   std::string gpm_unavailable_reason() const;
@@ -29,10 +40,22 @@ class GpuReader {
   sys::NvmlDevice device_;
   sys::GpmSampler gpm_;
   std::uint64_t last_util_us_ = 0;
-  std::uint64_t last_mem_util_us_ = 0;
   std::uint64_t last_process_us_ = 0;
+  std::optional<double> last_slow_read_s_;
   std::string attribution_reason_;
+  struct Cost {
+    double ms = 0;
+    long calls = 0;
+  };
+  std::map<std::string, Cost> profile_;  // only filled with $GPUBASE_WATCH_PROFILE
+  bool profiling_ = false;
 };
+
+// The samples of one interval: all but the newest, which the driver may still be filling in
+// (it is taken in the next interval, when a newer one exists). Returns the samples to use and
+// updates last_us to the newest one used.
+std::vector<sys::UtilSample> settled_samples(std::vector<sys::UtilSample> fresh,
+                                             std::uint64_t& last_us);
 
 // Mean of the samples, or empty when there are none.
 std::optional<double> mean_of(const std::vector<sys::UtilSample>& samples);

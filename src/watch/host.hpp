@@ -34,11 +34,11 @@ struct HostFiles {
 
 // Reads HostFiles from a /proc tree. The job's process tree is found from its root pids by a
 // walk over every process (ppid links): at every read during the first 5 s (when a job starts
-// its workers), then at most once per rescan interval, so new workers show up within that time
-// and the sampler does not pay for a full /proc scan each tick.
+// its workers), then at most once per rescan interval (2 s), so new workers show up within that
+// time and the sampler does not pay for a full /proc scan each tick.
 class HostReader {
  public:
-  HostReader(std::string proc_root, std::vector<int> root_pids, double rescan_interval_s = 1.0);
+  HostReader(std::string proc_root, std::vector<int> root_pids, double rescan_interval_s = 2.0);
   HostFiles read(double now_s);
   const std::vector<int>& tree() const { return tree_; }
 

@@ -12,6 +12,7 @@ namespace gb::watch {
 
 struct GpuInterval {
   std::optional<double> util_pct;      // mean of the driver's utilization samples in the interval
+  std::optional<double> util_now_pct;  // the device's current figure (what nvidia-smi shows)
   std::optional<double> mem_util_pct;  // memory-controller busy share
   std::optional<double> sm_active_pct;  // GPM (Hopper and newer)
   std::optional<double> sm_occupancy_pct;
@@ -117,6 +118,10 @@ struct WatchSample {
   DiskInterval disk;
   PerfInterval perf;
   std::optional<double> sampler_cpu_pct;  // gpubase's own CPU time over the interval
+  // CPU time the sampler spent reading each source for this sample (its own thread), ms.
+  std::optional<double> sampler_host_ms;
+  std::optional<double> sampler_gpu_ms;
+  std::optional<double> sampler_perf_ms;
 };
 
 }  // namespace gb::watch

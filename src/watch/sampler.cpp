@@ -8,6 +8,16 @@
 
 namespace gb::watch {
 
+namespace {
+
+double thread_cpu_ms() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+}  // namespace
+
 double self_cpu_seconds() {
   timespec ts{};
   if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
@@ -41,10 +51,12 @@ WatchSample Sampler::sample(double now_s) {
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
 
+  double mark = thread_cpu_ms();
   const HostFiles files = host_.read(now_s);
   if (!config_.capture_dir.empty()) write_capture_step(config_.capture_dir, step_++, files);
   HostSnapshot snap = parse_host_files(files);
   HostInterval h = host_interval(last_, snap, s.interval_s, clk_tck_, page_size_);
+  s.sampler_host_ms = thread_cpu_ms() - mark;
   s.cpu = std::move(h.cpu);
   s.job = std::move(h.job);
   s.mem = h.mem;
@@ -52,10 +64,16 @@ WatchSample Sampler::sample(double now_s) {
   last_ = std::move(snap);
 
   if (gpu_) {
+    mark = thread_cpu_ms();
     const std::set<int> pids(host_.tree().begin(), host_.tree().end());
-    s.gpu = gpu_->read(pids);
+    s.gpu = gpu_->read(pids, now_s);
+    s.sampler_gpu_ms = thread_cpu_ms() - mark;
   }
-  if (perf_) s.perf = perf_(s.interval_s);
+  if (perf_) {
+    mark = thread_cpu_ms();
+    s.perf = perf_(s.interval_s);
+    s.sampler_perf_ms = thread_cpu_ms() - mark;
+  }
 
   const double self = self_cpu_seconds();
   if (s.interval_s > 0) s.sampler_cpu_pct = 100.0 * (self - last_self_cpu_s_) / s.interval_s;
@@ -90,7 +108,7 @@ std::vector<WatchSample> replay_capture(const std::filesystem::path& dir, GpuRea
       if (gpu) {
         std::set<int> pids;
         for (const auto& [pid, p] : snap.processes) pids.insert(pid);
-        s.gpu = gpu->read(pids);
+        s.gpu = gpu->read(pids, s.t_s);
       }
       samples.push_back(std::move(s));
     }

@@ -19,7 +19,7 @@ namespace gb::watch {
 struct SamplerConfig {
   std::string proc_root = "/proc";
   std::vector<int> root_pids;      // the job: its whole process tree is followed
-  double tree_rescan_s = 1.0;      // how often new processes of the tree are looked for
+  double tree_rescan_s = 2.0;      // how often new processes of the tree are looked for
   std::string capture_dir;         // non-empty: every interval's /proc files are copied here
 };
 

@@ -31,6 +31,7 @@ const std::vector<Column>& columns() {
       {"t_s", [](const WatchSample& s) { return std::optional<double>(s.t_s); }},
       {"interval_s", [](const WatchSample& s) { return std::optional<double>(s.interval_s); }},
       {"gpu_util_pct", [](const WatchSample& s) { return s.gpu.util_pct; }},
+      {"gpu_util_now_pct", [](const WatchSample& s) { return s.gpu.util_now_pct; }},
       {"gpu_mem_util_pct", [](const WatchSample& s) { return s.gpu.mem_util_pct; }},
       {"gpu_sm_active_pct", [](const WatchSample& s) { return s.gpu.sm_active_pct; }},
       {"gpu_sm_occupancy_pct", [](const WatchSample& s) { return s.gpu.sm_occupancy_pct; }},
@@ -92,6 +93,9 @@ const std::vector<Column>& columns() {
       {"perf_instructions_per_s",
        [](const WatchSample& s) { return s.perf.instructions_per_s; }},
       {"sampler_cpu_pct", [](const WatchSample& s) { return s.sampler_cpu_pct; }},
+      {"sampler_host_ms", [](const WatchSample& s) { return s.sampler_host_ms; }},
+      {"sampler_gpu_ms", [](const WatchSample& s) { return s.sampler_gpu_ms; }},
+      {"sampler_perf_ms", [](const WatchSample& s) { return s.sampler_perf_ms; }},
       {"time_unix_s", [](const WatchSample& s) {
          return s.unix_time_s > 0 ? std::optional<double>(s.unix_time_s) : std::nullopt;
        }},

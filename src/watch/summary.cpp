@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 
 #include "watch/host.hpp"
@@ -206,12 +207,12 @@ Result value_result(const std::string& key, const std::string& label, const std:
 
 }  // namespace
 
-WatchSummary::WatchSummary(std::size_t max_series_points)
+SampleAccumulator::SampleAccumulator(std::size_t max_series_points)
     : gpu_util_series_(max_series_points),
       job_cpu_series_(max_series_points),
       busiest_core_series_(max_series_points) {}
 
-void WatchSummary::add(const WatchSample& s) {
+void SampleAccumulator::add(const WatchSample& s) {
   ++samples_;
   duration_s_ += s.interval_s;
   const double w = s.interval_s;
@@ -314,9 +315,12 @@ void WatchSummary::add(const WatchSample& s) {
   add("watch.perf.page_faults.per_s", p.page_faults_per_s);
   add("watch.perf.cache_misses.per_s", p.cache_misses_per_s);
   add("watch.sampler.cpu.pct", s.sampler_cpu_pct);
+  add("sampler.host.ms", s.sampler_host_ms);
+  add("sampler.gpu.ms", s.sampler_gpu_ms);
+  add("sampler.perf.ms", s.sampler_perf_ms);
 }
 
-std::vector<Result> WatchSummary::results(const SummaryContext& ctx) const {
+std::vector<Result> SampleAccumulator::results(const SummaryContext& ctx) const {
   std::vector<Result> out;
   const Aggregate empty;
   auto agg = [&](const std::string& key) -> const Aggregate& {
@@ -503,8 +507,80 @@ std::vector<Result> WatchSummary::results(const SummaryContext& ctx) const {
   for (const Plain& p : kPlain)
     if (starts_with(p.key, "watch.perf.") || starts_with(p.key, "watch.sampler."))
       out.push_back(plain(p.key, p.label, p.unit, p.pick, p.higher_is_better));
+  {
+    std::string cost;
+    for (const auto& [part, key] : {std::pair<const char*, const char*>{"/proc", "sampler.host.ms"},
+                                    {"NVML", "sampler.gpu.ms"},
+                                    {"perf", "sampler.perf.ms"}})
+      if (const auto m = agg(key).mean()) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%s %.2f ms", part, *m);
+        cost += (cost.empty() ? "" : ", ") + std::string(buf);
+      }
+    if (!cost.empty())
+      for (Result& r : out)
+        if (r.key == "watch.sampler.cpu.pct") r.param("cpu per sample", cost);
+  }
   out.push_back(value_result("watch.samples", "samples taken", "samples",
                              static_cast<double>(samples_), true, ""));
+  return out;
+}
+
+std::optional<double> SampleAccumulator::gpu_util_mean() const {
+  const auto it = agg_.find("watch.gpu.util.pct");
+  return it == agg_.end() ? std::nullopt : it->second.mean();
+}
+
+WatchSummary::WatchSummary(std::size_t max_series_points)
+    : all_(max_series_points), window_(max_series_points) {}
+
+void WatchSummary::flush_tail() {
+  for (const WatchSample& t : tail_) window_.add(t);
+  tail_.clear();
+  tail_s_ = 0;
+}
+
+void WatchSummary::add(const WatchSample& s) {
+  all_.add(s);
+  const bool busy = s.gpu.util_pct && *s.gpu.util_pct >= kActiveUtilPct;
+  if (!window_start_s_) {
+    if (!busy) return;
+    window_start_s_ = s.t_s - s.interval_s;
+  }
+  if (busy) {
+    flush_tail();
+    window_.add(s);
+    return;
+  }
+  tail_.push_back(s);
+  tail_s_ += s.interval_s;
+  if (tail_s_ > kMaxIdleTailS) flush_tail();
+}
+
+std::vector<Result> WatchSummary::results(const SummaryContext& ctx) const {
+  const bool windowed = window_start_s_.has_value() && window_.samples() > 0;
+  std::vector<Result> out = windowed ? window_.results(ctx) : all_.results(ctx);
+  const double run_s = all_.duration_s();
+  const double window_s = windowed ? window_.duration_s() : run_s;
+  const double startup_s = windowed ? *window_start_s_ : 0.0;
+  std::string scope = windowed ? "the working window: first to last interval with the GPU busy "
+                                 "(>= 5 %), " +
+                                     std::to_string(static_cast<long>(window_s + 0.5)) + " of " +
+                                     std::to_string(static_cast<long>(run_s + 0.5)) + " s"
+                               : "the whole run (the GPU never got busy)";
+  if (ctx.gpu_unavailable_reason.empty() == false) scope = "the whole run";
+  for (Result& r : out)
+    if (r.key == "watch.gpu.util.pct" && r.value) r.param("over", scope);
+  out.push_back(value_result("watch.window.s", "working window (GPU busy, first to last)", "s",
+                             window_s, true, ""));
+  out.back().param("over", scope);
+  out.push_back(value_result("watch.startup.s", "start-up before the GPU got busy", "s",
+                             startup_s, false, ""));
+  out.push_back(value_result("watch.duration.s", "watched", "s", run_s, true, ""));
+  out.push_back(value_result("watch.gpu.util.run.pct", "GPU utilization, whole run", "%",
+                             all_.gpu_util_mean(), true,
+                             ctx.gpu_unavailable_reason.empty() ? "no GPU utilization samples"
+                                                                : ctx.gpu_unavailable_reason));
   return out;
 }
 

@@ -73,12 +73,14 @@ struct SummaryContext {
   std::string device_label;             // "0: NVIDIA H200" for params
 };
 
-class WatchSummary {
+// Every watch.* figure over a set of samples (memory bounded, see above).
+class SampleAccumulator {
  public:
-  explicit WatchSummary(std::size_t max_series_points = 2048);
+  explicit SampleAccumulator(std::size_t max_series_points = 2048);
   void add(const WatchSample& s);
   std::size_t samples() const { return samples_; }
   double duration_s() const { return duration_s_; }
+  std::optional<double> gpu_util_mean() const;
 
   std::vector<Result> results(const SummaryContext& ctx) const;
 
@@ -99,6 +101,35 @@ class WatchSummary {
   std::optional<std::uint64_t> throttle_reasons_;
   std::set<std::uint32_t> other_pids_;
   std::optional<int> pcie_gen_min_, pcie_gen_max_, pcie_width_min_, pcie_width_max_;
+};
+
+// The summary of a watch run. The figures describe the job's working window: from the first
+// interval in which the GPU was busy (>= kActiveUtilPct) to the last one, so the start-up
+// (imports, dataset indexing, model build) and the shutdown do not dilute a training job's
+// utilization. Idle stretches inside the window count (an evaluation pass on the CPU is part of
+// the job); an idle tail longer than kMaxIdleTailS is counted too (the job really went idle).
+// A run whose GPU never got busy, or without a GPU, is summarised whole.
+class WatchSummary {
+ public:
+  static constexpr double kActiveUtilPct = 5.0;
+  static constexpr double kMaxIdleTailS = 60.0;
+
+  explicit WatchSummary(std::size_t max_series_points = 2048);
+  void add(const WatchSample& s);
+  std::size_t samples() const { return all_.samples(); }
+  double duration_s() const { return all_.duration_s(); }
+
+  // The watch.* results, plus watch.window.s, watch.startup.s and watch.gpu.util.run.pct (the
+  // whole run's mean) describing the window.
+  std::vector<Result> results(const SummaryContext& ctx) const;
+
+ private:
+  void flush_tail();
+  SampleAccumulator all_;
+  SampleAccumulator window_;
+  std::vector<WatchSample> tail_;  // idle samples after the last busy one, not yet counted
+  double tail_s_ = 0;
+  std::optional<double> window_start_s_;
 };
 
 }  // namespace gb::watch

@@ -214,7 +214,7 @@ WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
   config.proc_root = o.proc_root;
   config.root_pids = {root_pid};
   config.capture_dir = o.capture_dir;
-  config.tree_rescan_s = std::max(1.0, o.interval_s);
+  config.tree_rescan_s = std::max(2.0, o.interval_s);
   PerfDeltas perf_deltas(perf ? &*perf : nullptr);
   Sampler sampler(config, std::move(gpu.reader),
                   perf ? PerfReader(std::ref(perf_deltas)) : PerfReader());

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "watch/gpu.hpp"
 #include "watch/live_view.hpp"
 #include "watch/series_io.hpp"
 #include "watch/summary.hpp"
@@ -154,6 +155,53 @@ TEST(WatchSummary, MemoryStaysBoundedOverADayOfManyShortLivedProcesses) {
   const auto results = summary.results(SummaryContext{});
   EXPECT_LE(find(results, "watch.gpu.util.pct")->samples.size(), 256u);
   EXPECT_DOUBLE_EQ(*find(results, "watch.samples")->value, 86'400.0);
+}
+
+TEST(WatchSummary, FiguresDescribeTheWorkingWindowNotTheStartUp) {
+  WatchSummary summary;
+  int t = 0;
+  for (int i = 0; i < 10; ++i) summary.add(sample(++t, 0, 100, 100));   // imports, dataset
+  for (int i = 0; i < 20; ++i) summary.add(sample(++t, 80, 60, 300));   // training
+  summary.add(sample(++t, 0, 60, 300));                                  // a pause inside
+  for (int i = 0; i < 9; ++i) summary.add(sample(++t, 80, 60, 300));
+  for (int i = 0; i < 5; ++i) summary.add(sample(++t, 0, 100, 100));    // shutdown
+  const auto results = summary.results(SummaryContext{});
+  EXPECT_NEAR(*find(results, "watch.gpu.util.pct")->value, 29 * 80.0 / 30, 1e-9);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 30.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.startup.s")->value, 10.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.duration.s")->value, 45.0);
+  EXPECT_NEAR(*find(results, "watch.gpu.util.run.pct")->value, 29 * 80.0 / 45, 1e-9);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.cpu.busiest_core.pct")->value, 60.0);
+  EXPECT_NE(find(results, "watch.gpu.util.pct")->find_param("over")->find("30 of 45 s"),
+            std::string::npos);
+}
+
+TEST(WatchSummary, AnIdleGpuRunIsSummarisedWhole) {
+  WatchSummary summary;
+  for (int i = 1; i <= 10; ++i) summary.add(sample(i, 1, 100, 100));
+  const auto results = summary.results(SummaryContext{});
+  EXPECT_DOUBLE_EQ(*find(results, "watch.gpu.util.pct")->value, 1.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 10.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.startup.s")->value, 0.0);
+}
+
+TEST(WatchSummary, ALongIdleTailCountsAsTheJobGoingIdle) {
+  WatchSummary summary;
+  int t = 0;
+  for (int i = 0; i < 10; ++i) summary.add(sample(++t, 90, 60, 100));
+  for (int i = 0; i < 100; ++i) summary.add(sample(++t, 0, 60, 100));
+  const auto results = summary.results(SummaryContext{});
+  EXPECT_LT(*find(results, "watch.gpu.util.pct")->value, 20.0);
+}
+
+TEST(WatchGpu, TheNewestDriverSampleWaitsForTheNextInterval) {
+  std::uint64_t last = 0;
+  const auto used = settled_samples({{100, 10}, {200, 20}, {300, 30}}, last);
+  ASSERT_EQ(used.size(), 2u);
+  EXPECT_EQ(last, 200u);
+  EXPECT_TRUE(settled_samples({{300, 30}}, last).empty());
+  EXPECT_EQ(last, 200u);
+  EXPECT_TRUE(settled_samples({}, last).empty());
 }
 
 TEST(WatchSeriesIo, CsvRowsMatchTheHeaderAndLeaveMissingCellsEmpty) {
