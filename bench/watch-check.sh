@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/watch-check.sh [OUT]: validates `gpubase watch` on a GPU host in one go (~7 min):
 #   1. builds, runs the CPU tests;
-#   2. a real PyTorch ResNet-50 job (bench/watch_job.py) well-fed (TF32, batch 256, 8 loader
+#   2. a real PyTorch ResNet-50 job (bench/watch_job.py) well-fed (FP32, batch 256, 8 loader
 #      workers, light augmentation), starved (1 worker, heavy augmentation) and launch-bound
 #      (BF16, batch 32), each watched by gpubase with
 #      `nvidia-smi dmon -s u -d 1` running side by side; the reports, the dmon comparison
@@ -22,11 +22,17 @@ echo "== build"
 start=$(date +%s)
 bash scripts/build.sh build > "$WORK/build.log" 2>&1 || { tail -50 "$WORK/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
-ctest --test-dir build -LE gpu -j "$(nproc)" --output-on-failure > "$WORK/ctest.txt" 2>&1
-echo "cpu tests: $(grep -E 'tests passed|tests failed' "$WORK/ctest.txt")"
+# ONLY=fed,starved runs just those jobs (no tests, Ctrl-C or overhead parts): a short re-check.
+ONLY=${ONLY:-}
+if [[ -z $ONLY ]]; then
+  ctest --test-dir build -LE gpu -j "$(nproc)" --output-on-failure > "$WORK/ctest.txt" 2>&1
+  echo "cpu tests: $(grep -E 'tests passed|tests failed' "$WORK/ctest.txt")"
+fi
+wanted() { [[ -z $ONLY || ",$ONLY," == *",$1,"* ]]; }
 
 run_case() {
   local name=$1; shift
+  wanted "$name" || return 0
   nvidia-smi dmon -s u -d 1 -o DT > "$WORK/dmon-$name.txt" 2>&1 &
   local dmon=$!
   sleep 2
@@ -42,16 +48,19 @@ run_case() {
 }
 
 echo "== well-fed and starved ResNet-50 jobs"
-run_case fed --precision tf32 --workers 8 --batch 256 --seconds 40
+run_case fed --precision fp32 --workers 8 --batch 256 --seconds 40
 run_case starved --workers 1 --heavy-aug --seconds 35
 run_case smallbatch --precision bf16 --workers 8 --batch 32 --seconds 30
-python3 bench/watch_vs_dmon.py fed "$WORK/fed.jsonl" "$WORK/dmon-fed.txt" \
-  starved "$WORK/starved.jsonl" "$WORK/dmon-starved.txt" \
-  smallbatch "$WORK/smallbatch.jsonl" "$WORK/dmon-smallbatch.txt" --out "$WORK/dmon-compare.json"
+compare=()
+for name in fed starved smallbatch; do
+  [[ -s $WORK/$name.jsonl ]] && compare+=("$name" "$WORK/$name.jsonl" "$WORK/dmon-$name.txt")
+done
+python3 bench/watch_vs_dmon.py "${compare[@]}" --out "$WORK/dmon-compare.json"
 
 # Six consecutive steps from the middle of each capture, for the CPU tests' fixtures.
 for name in fed starved smallbatch; do
   cap=$WORK/cap-$name
+  [[ -d $cap ]] || continue
   steps=($(ls "$cap" | grep -E '^[0-9]{6}$' | sort))
   mid=$(( ${#steps[@]} / 2 ))
   mkdir -p "$WORK/fixtures/$name"
@@ -60,6 +69,7 @@ for name in fed starved smallbatch; do
 done
 tar -C "$WORK/fixtures" -czf "$OUT/captures.tar.gz" .
 
+if [[ -z $ONLY ]]; then
 echo "== Ctrl-C: SIGINT to gpubase after 20 s"
 "$GB" watch --view none --no-save --json -o "$WORK/sigint.json" -- \
   python3 bench/watch_job.py --workers 4 --seconds 120 > "$WORK/sigint.job.txt" 2>&1 &
@@ -99,10 +109,9 @@ PY
 }
 overhead 1
 overhead 0.1
+fi
 
 cp "$WORK/dmon-compare.json" "$OUT/"
-tar -C "$WORK" -czf "$OUT/raw.tar.gz" fed.json starved.json smallbatch.json fed.jsonl \
-  starved.jsonl smallbatch.jsonl dmon-fed.txt dmon-starved.txt dmon-smallbatch.txt \
-  fed.live.txt starved.live.txt smallbatch.live.txt fed.job.txt starved.job.txt \
-  smallbatch.job.txt ctest.txt ovh-1.json ovh-0.1.json ovh-1.series.csv ovh-0.1.series.csv
+(cd "$WORK" && tar -czf "$OUT/raw.tar.gz" $(ls -d {fed,starved,smallbatch}.{json,jsonl,live.txt,job.txt} \
+  dmon-*.txt ctest.txt ovh-* 2>/dev/null))
 rm -rf "$WORK"

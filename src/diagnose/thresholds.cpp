@@ -67,6 +67,7 @@ constexpr WatchThresholds kWatch{
     .gpu_busy_pct = 95.0,
     .gpu_starved_fail_pct = 85.0,
     .saturated_pct = 90.0,
+    .loader_busy_pct = 60.0,
     .host_saturated_share = 0.75,
     .idle_cores_min = 2.0,
     .iowait_pct = 10.0,

@@ -60,6 +60,7 @@ struct WatchThresholds {
   double gpu_busy_pct;             // the 95 % target: GPU-bound above, starvation rules below
   double gpu_starved_fail_pct;     // starvation findings fail below this, warn up to the target
   double saturated_pct;            // a core or a process at or above this is saturated
+  double loader_busy_pct;          // a loader worker this busy while the GPU waits is the limit
   double host_saturated_share;     // the job holds at least this share of all cores: host full
   double idle_cores_min;           // idle cores needed to suggest more loader workers
   double iowait_pct;               // storage-bound at or above (with a busy disk)

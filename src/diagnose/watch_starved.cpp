@@ -99,8 +99,13 @@ std::optional<Finding> input_bound_cpu_rule(const WatchInputs& in, const WatchTh
     return f;
   }
 
-  // Pegged processes while cores sit idle: too few workers (or one doing all the work).
-  if (!in.busiest_process_pct || *in.busiest_process_pct < t.saturated_pct) return std::nullopt;
+  // Pegged processes while cores sit idle: too few workers (or one doing all the work). A
+  // loader worker counts from loader_busy_pct: what it does not spend computing it spends
+  // handing batches over (pickling, shared memory), so it never shows a full core.
+  const bool loader = busiest_process_kind(in) == ProcessKind::loader;
+  if (!in.busiest_process_pct ||
+      *in.busiest_process_pct < (loader ? t.loader_busy_pct : t.saturated_pct))
+    return std::nullopt;
   const auto idle = idle_cores(in);
   if (!idle || *idle < t.idle_cores_min) return std::nullopt;
   const long pegged = pegged_processes(in);
@@ -110,7 +115,7 @@ std::optional<Finding> input_bound_cpu_rule(const WatchInputs& in, const WatchTh
     f.evidence = gpu + std::to_string(pegged) + " job processes each hold a core at " +
                  pct_text(t.saturated_pct) + " or more and " + idle_text;
   } else {
-    if (busiest_process_kind(in) != ProcessKind::loader) return std::nullopt;
+    if (!loader) return std::nullopt;
     f.title = "input-bound on one loader process";
     f.evidence = gpu + process_name(in, "one process") + " holds a core at " +
                  pct_text(*in.busiest_process_pct) + " and " + idle_text;
@@ -195,6 +200,9 @@ std::optional<Finding> launch_bound_rule(const WatchInputs& in, const WatchThres
   if (*in.busiest_core_pct >= t.saturated_pct || *in.iowait_pct >= t.iowait_pct)
     return std::nullopt;
   if (in.busiest_process_pct && *in.busiest_process_pct >= t.saturated_pct) return std::nullopt;
+  if (in.busiest_process_pct && *in.busiest_process_pct >= t.loader_busy_pct &&
+      busiest_process_kind(in) == ProcessKind::loader)
+    return std::nullopt;  // input_bound_cpu's case
   Finding f;
   f.id = "launch_bound";
   f.status = starved_status(in, t);

@@ -42,6 +42,25 @@ std::optional<double> mean_of(const std::vector<sys::UtilSample>& samples) {
   return sum / static_cast<double>(samples.size());
 }
 
+std::optional<double> time_weighted_mean(const std::vector<sys::UtilSample>& samples,
+                                         std::uint64_t previous_us) {
+  if (samples.empty()) return std::nullopt;
+  double weighted = 0, total = 0;
+  std::uint64_t prev = previous_us;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const std::uint64_t t = samples[i].timestamp_us;
+    double w = 0;
+    if (prev > 0 && t > prev) w = static_cast<double>(t - prev);
+    if (w <= 0 && i + 1 < samples.size() && samples[i + 1].timestamp_us > t)
+      w = static_cast<double>(samples[i + 1].timestamp_us - t);  // no earlier timestamp
+    if (w <= 0) w = 1;
+    weighted += samples[i].value_pct * w;
+    total += w;
+    prev = t;
+  }
+  return weighted / total;
+}
+
 bool in_nested_pid_namespace(const std::string& proc_root) {
   const auto status = sys::text::read_text_file(proc_root + "/self/status");
   if (!status) return false;
@@ -92,12 +111,14 @@ GpuInterval GpuReader::read(const std::set<int>& job_pids, double now_s) {
   const sys::NvmlWatchSample s = device_.watch_sample(slow);
   cost(slow ? "state + PCIe traffic" : "state");
 
+  const std::uint64_t previous_us = last_util_us_;
   const auto util = settled_samples(
       device_.utilization_samples(sys::NvmlSampleKind::gpu_utilization, last_util_us_),
       last_util_us_);
   // No settled driver sample inside a short interval: the device's current figure.
   g.util_now_pct = s.gpu_util_pct;
-  g.util_pct = mean_of(util) ? mean_of(util) : s.gpu_util_pct;
+  const auto weighted = time_weighted_mean(util, previous_us);
+  g.util_pct = weighted ? weighted : s.gpu_util_pct;
   // Memory-controller utilization: the device's current figure (as nvidia-smi dmon's "mem");
   // its sample buffer would cost another NVML call per sample.
   g.mem_util_pct = s.mem_util_pct;

@@ -59,6 +59,10 @@ std::vector<sys::UtilSample> settled_samples(std::vector<sys::UtilSample> fresh,
 
 // Mean of the samples, or empty when there are none.
 std::optional<double> mean_of(const std::vector<sys::UtilSample>& samples);
+// Time-weighted mean: each sample stands for the time since the one before (the first for the
+// time since previous_us, when known): the driver does not take its samples at a fixed rate.
+std::optional<double> time_weighted_mean(const std::vector<sys::UtilSample>& samples,
+                                         std::uint64_t previous_us);
 
 // True when this process runs in a nested PID namespace (a container): NVML reports host pids,
 // which then do not match the pids /proc shows here. Reads NSpid from <proc_root>/self/status.

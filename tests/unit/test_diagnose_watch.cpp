@@ -256,8 +256,20 @@ TEST(DiagnoseWatch, NoInputBoundJustBelowThreeQuartersOfTheCores) {
   EXPECT_TRUE(has(gb::diagnose::diagnose_watch(run), "input_bound_cpu"));
 }
 
+TEST(DiagnoseWatch, ALoaderWorkerCountsFromSixtyPercentOfACore) {
+  gb::Run run = starved_one_worker();
+  set(run, "watch.job.busiest_process.cpu.pct", 72);  // the H200 run: 72 % at GPU 14 %
+  EXPECT_TRUE(has(gb::diagnose::diagnose_watch(run), "input_bound_cpu"));
+  set(run, "watch.job.busiest_process.cpu.pct", t().loader_busy_pct - 0.1);
+  const auto findings = gb::diagnose::diagnose_watch(run);
+  EXPECT_FALSE(has(findings, "input_bound_cpu"));
+  EXPECT_FALSE(has(findings, "one_process_bound"));
+}
+
 TEST(DiagnoseWatch, NoOneProcessFindingBelowNinetyPercentOfACore) {
   gb::Run run = starved_one_worker();
+  param(run, "watch.job.busiest_process.cpu.pct", "comm", "python3");
+  set(run, "watch.job.processes", 3);
   set(run, "watch.job.busiest_process.cpu.pct", t().saturated_pct - 0.1);
   const auto findings = gb::diagnose::diagnose_watch(run);
   EXPECT_FALSE(has(findings, "input_bound_cpu"));
