@@ -180,6 +180,8 @@ constexpr SectionAlias kAliases[] = {
     {"watch.sampler", "watch.self"},
     {"watch.interval", "watch.self"},
     {"watch.samples", "watch.self"},
+    {"watch.startup", "watch.window"},
+    {"watch.duration", "watch.window"},
 };
 
 std::string section_prefix(const std::string& key) {
@@ -204,6 +206,7 @@ SectionInfo section_info(const std::string& prefix) {
       {"probe.pcie", {"PCIe host <-> device", Layout::benchmark}},
       {"probe.latency", {"Launch latency", Layout::benchmark}},
       {"probe.host", {"Host memory", Layout::benchmark}},
+      {"watch.window", {"What the figures cover", Layout::monitor}},
       {"watch.gpu", {"GPU (NVML, sampled)", Layout::monitor}},
       {"watch.cpu", {"Host CPU (/proc/stat)", Layout::monitor}},
       {"watch.job", {"Job: the command and its child processes", Layout::monitor}},

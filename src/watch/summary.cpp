@@ -542,12 +542,12 @@ void WatchSummary::flush_tail() {
 
 void WatchSummary::add(const WatchSample& s) {
   all_.add(s);
-  const bool busy = s.gpu.util_pct && *s.gpu.util_pct >= kActiveUtilPct;
+  const double util = s.gpu.util_pct.value_or(0.0);
   if (!window_start_s_) {
-    if (!busy) return;
+    if (util < kBusyUtilPct) return;
     window_start_s_ = s.t_s - s.interval_s;
   }
-  if (busy) {
+  if (util >= kActiveUtilPct) {
     flush_tail();
     window_.add(s);
     return;
@@ -559,28 +559,33 @@ void WatchSummary::add(const WatchSample& s) {
 
 std::vector<Result> WatchSummary::results(const SummaryContext& ctx) const {
   const bool windowed = window_start_s_.has_value() && window_.samples() > 0;
-  std::vector<Result> out = windowed ? window_.results(ctx) : all_.results(ctx);
+  std::vector<Result> figures = windowed ? window_.results(ctx) : all_.results(ctx);
   const double run_s = all_.duration_s();
   const double window_s = windowed ? window_.duration_s() : run_s;
   const double startup_s = windowed ? *window_start_s_ : 0.0;
-  std::string scope = windowed ? "the working window: first to last interval with the GPU busy "
-                                 "(>= 5 %), " +
+  std::string scope = windowed ? "the working window: from the first interval with the GPU busy "
+                                 "(>= 5 %) to the last with GPU activity, " +
                                      std::to_string(static_cast<long>(window_s + 0.5)) + " of " +
                                      std::to_string(static_cast<long>(run_s + 0.5)) + " s"
                                : "the whole run (the GPU never got busy)";
-  if (ctx.gpu_unavailable_reason.empty() == false) scope = "the whole run";
-  for (Result& r : out)
+  if (!ctx.gpu_unavailable_reason.empty()) scope = "the whole run";
+  for (Result& r : figures)
     if (r.key == "watch.gpu.util.pct" && r.value) r.param("over", scope);
-  out.push_back(value_result("watch.window.s", "working window (GPU busy, first to last)", "s",
-                             window_s, true, ""));
+
+  // What the figures cover comes first.
+  std::vector<Result> out;
+  out.push_back(value_result("watch.window.s", "the figures below cover", "s", window_s, true,
+                             ""));
   out.back().param("over", scope);
   out.push_back(value_result("watch.startup.s", "start-up before the GPU got busy", "s",
                              startup_s, false, ""));
-  out.push_back(value_result("watch.duration.s", "watched", "s", run_s, true, ""));
-  out.push_back(value_result("watch.gpu.util.run.pct", "GPU utilization, whole run", "%",
+  out.push_back(value_result("watch.duration.s", "watched in all", "s", run_s, true, ""));
+  out.push_back(value_result("watch.gpu.util.run.pct", "GPU utilization over the whole run", "%",
                              all_.gpu_util_mean(), true,
                              ctx.gpu_unavailable_reason.empty() ? "no GPU utilization samples"
                                                                 : ctx.gpu_unavailable_reason));
+  out.back().key = "watch.window.gpu_util_run.pct";
+  for (Result& r : figures) out.push_back(std::move(r));
   return out;
 }
 

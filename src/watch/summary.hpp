@@ -104,14 +104,16 @@ class SampleAccumulator {
 };
 
 // The summary of a watch run. The figures describe the job's working window: from the first
-// interval in which the GPU was busy (>= kActiveUtilPct) to the last one, so the start-up
-// (imports, dataset indexing, model build) and the shutdown do not dilute a training job's
-// utilization. Idle stretches inside the window count (an evaluation pass on the CPU is part of
-// the job); an idle tail longer than kMaxIdleTailS is counted too (the job really went idle).
-// A run whose GPU never got busy, or without a GPU, is summarised whole.
+// interval in which the GPU was busy (>= kBusyUtilPct) to the last one with any GPU activity
+// (>= kActiveUtilPct), so the start-up (imports, dataset indexing, model build) and the
+// shutdown do not dilute a training job's utilization, while a starved job, whose GPU only
+// flickers, keeps all of its working time. Idle stretches inside the window count (an evaluation
+// pass on the CPU is part of the job); an idle tail longer than kMaxIdleTailS counts too (the
+// job really went idle). A run whose GPU never got busy, or without a GPU, is summarised whole.
 class WatchSummary {
  public:
-  static constexpr double kActiveUtilPct = 5.0;
+  static constexpr double kBusyUtilPct = 5.0;
+  static constexpr double kActiveUtilPct = 1.0;
   static constexpr double kMaxIdleTailS = 60.0;
 
   explicit WatchSummary(std::size_t max_series_points = 2048);

@@ -170,10 +170,24 @@ TEST(WatchSummary, FiguresDescribeTheWorkingWindowNotTheStartUp) {
   EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 30.0);
   EXPECT_DOUBLE_EQ(*find(results, "watch.startup.s")->value, 10.0);
   EXPECT_DOUBLE_EQ(*find(results, "watch.duration.s")->value, 45.0);
-  EXPECT_NEAR(*find(results, "watch.gpu.util.run.pct")->value, 29 * 80.0 / 45, 1e-9);
+  EXPECT_NEAR(*find(results, "watch.window.gpu_util_run.pct")->value, 29 * 80.0 / 45, 1e-9);
   EXPECT_DOUBLE_EQ(*find(results, "watch.cpu.busiest_core.pct")->value, 60.0);
   EXPECT_NE(find(results, "watch.gpu.util.pct")->find_param("over")->find("30 of 45 s"),
             std::string::npos);
+}
+
+TEST(WatchSummary, AStarvedJobKeepsItsWholeWorkingTime) {
+  // The H200 starved job: one busy interval (the first step, cuDNN autotuning), then the GPU
+  // only flickers (1-3 %) between batches. All of that is the job's working time.
+  WatchSummary summary;
+  int t = 0;
+  for (int i = 0; i < 10; ++i) summary.add(sample(++t, 0, 100, 100));
+  summary.add(sample(++t, 14, 80, 100));
+  for (int i = 0; i < 30; ++i) summary.add(sample(++t, i % 2 ? 2.5 : 0, 80, 100));
+  summary.add(sample(++t, 0, 10, 10));  // shutdown
+  const auto results = summary.results(SummaryContext{});
+  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 31.0);  // to the last flicker
+  EXPECT_NEAR(*find(results, "watch.gpu.util.pct")->value, (14 + 15 * 2.5) / 31.0, 1e-9);
 }
 
 TEST(WatchSummary, AnIdleGpuRunIsSummarisedWhole) {
