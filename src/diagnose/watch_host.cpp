@@ -28,8 +28,12 @@ std::string switches_text(const WatchInputs& in) {
 }  // namespace
 
 std::optional<Finding> too_many_workers_rule(const WatchInputs& in, const WatchThresholds& t) {
-  if (!in.cores || !in.active_processes || !preempted(in, t)) return std::nullopt;
+  if (!in.cores || !in.active_processes) return std::nullopt;
   if (*in.active_processes <= *in.cores) return std::nullopt;
+  // Oversubscribed: preempted often, or a run queue well past the cores (CPU-bound workers get
+  // long time slices, so few involuntary switches, but still wait in the queue).
+  const bool queued = in.run_queue && *in.run_queue >= t.run_queue_per_core * *in.cores;
+  if (!preempted(in, t) && !queued) return std::nullopt;
   Finding f;
   f.id = "too_many_workers";
   f.status = Status::warn;
@@ -38,6 +42,7 @@ std::optional<Finding> too_many_workers_rule(const WatchInputs& in, const WatchT
                                       count_text(*in.active_processes) + " busy)"
                                 : count_text(*in.active_processes) + " busy job processes";
   f.evidence += " on " + count_text(*in.cores) + " cores, " + switches_text(in);
+  if (queued) f.evidence += ", " + format_number(*in.run_queue) + " runnable tasks";
   f.advice = "more busy processes than cores only adds switching: try num_workers about " +
              std::to_string(suggested_workers(*in.cores)) + " (half the " + count_text(*in.cores) +
              " cores) and measure (`gpubase loader` sweeps worker "
