@@ -61,6 +61,19 @@ class TerminalWriter {
   }
 
   // Wrapped text under a row: "      <prefix><text>", continuation lines aligned after prefix.
+  // The reason (for a figure that is not a plain pass/info) and the advice under a result row;
+  // nothing but verbose notes when the next row repeats the same reason.
+  void explain(const Result& r, bool same_as_next = false) {
+    const bool judged = r.status == Status::skipped || r.status == Status::invalid ||
+                        r.status == Status::warn || r.status == Status::fail;
+    if (judged && !same_as_next)
+      detail(std::string(to_string(r.status)) + ": ",
+             r.reason.empty() ? "no reason given" : r.reason, r.status);
+    if (!judged && opt_.verbose && !r.reason.empty()) detail("", r.reason);
+    if (!r.advice.empty() && r.status != Status::pass && !same_as_next)
+      detail("advice: ", r.advice);
+  }
+
   void detail(std::string_view prefix, std::string_view text, Status tone = Status::info) {
     constexpr std::size_t kIndent = 6;
     const std::size_t avail = width_ - kIndent - display_width(prefix);
@@ -141,20 +154,7 @@ class TerminalWriter {
                      pad_left(ratio_text(r, "achievable"), c.achievable), status));
     for (std::size_t i = 1; i < labels.size(); ++i) line("  " + labels[i]);
 
-    switch (r.status) {
-      case Status::skipped:
-      case Status::invalid:
-      case Status::warn:
-      case Status::fail:
-        detail(std::string(to_string(r.status)) + ": ",
-               r.reason.empty() ? "no reason given" : r.reason, r.status);
-        break;
-      case Status::pass:
-      case Status::info:
-        if (opt_.verbose && !r.reason.empty()) detail("", r.reason);
-        break;
-    }
-    if (!r.advice.empty() && r.status != Status::pass) detail("advice: ", r.advice);
+    explain(r);
     if (opt_.verbose && r.status != Status::skipped) {
       detail("telemetry: ", telemetry_text(r.telemetry));
       for (const Reference& ref : r.references)
@@ -202,22 +202,7 @@ class TerminalWriter {
       // The reason once for a run of figures skipped (or judged) for the same reason.
       const Result* next = i + 1 < s.results.size() ? s.results[i + 1] : nullptr;
       const bool same_as_next = next && next->status == r.status && next->reason == r.reason;
-      switch (r.status) {
-        case Status::skipped:
-        case Status::invalid:
-        case Status::warn:
-        case Status::fail:
-          if (!same_as_next)
-            detail(std::string(to_string(r.status)) + ": ",
-                   r.reason.empty() ? "no reason given" : r.reason, r.status);
-          break;
-        case Status::pass:
-        case Status::info:
-          if (opt_.verbose && !r.reason.empty()) detail("", r.reason);
-          break;
-      }
-      if (!r.advice.empty() && r.status != Status::pass && !same_as_next)
-        detail("advice: ", r.advice);
+      explain(r, same_as_next);
       if (opt_.verbose && r.telemetry) detail("telemetry: ", telemetry_text(r.telemetry));
     }
   }
