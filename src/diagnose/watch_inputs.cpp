@@ -97,6 +97,7 @@ WatchInputs read_watch_inputs(const Run& run) {
   in.mem_available_gib = value_of(run, "watch.mem.available.gib");
   in.disk_util_pct = value_of(run, "watch.disk.util.pct");
   in.disk_await_ms = value_of(run, "watch.disk.await.ms");
+  in.disk_await_direction = param_of(run, "watch.disk.await.ms", "direction");
   in.disk_queue = value_of(run, "watch.disk.queue");
   in.disk_device = param_of(run, "watch.disk.util.pct", "device");
 

@@ -39,6 +39,7 @@ struct WatchInputs {
   // Memory and disk.
   std::optional<double> mem_available_pct, mem_available_gib;
   std::optional<double> disk_util_pct, disk_await_ms, disk_queue;
+  std::string disk_await_direction;  // "read" or "write": what the disk mostly served
   std::string disk_device;
   // How long the job was watched (samples x interval, else the run's duration).
   std::optional<double> watched_s;

@@ -184,7 +184,9 @@ std::optional<Finding> storage_bound_rule(const WatchInputs& in, const WatchThre
   f.evidence +=
       pct_text(*in.iowait_pct) + " with " + disk + " at " + pct_text(*in.disk_util_pct) + " util";
   std::vector<std::string> details;
-  if (in.disk_await_ms) details.push_back("read await " + format_number(*in.disk_await_ms) + " ms");
+  if (in.disk_await_ms)
+    details.push_back((in.disk_await_direction.empty() ? "read" : in.disk_await_direction) +
+                      " await " + format_number(*in.disk_await_ms) + " ms");
   if (in.disk_queue) details.push_back("queue " + format_number(*in.disk_queue));
   if (!details.empty()) f.evidence += " (" + join(details, ", ") + ")";
   f.advice = "reads from " + disk +

@@ -132,7 +132,8 @@ DiskInterval disk_between(const sys::DiskStats& a, const sys::DiskStats& b, doub
     write_kb += u.write_kb_per_s.value_or(0);
     reads += u.reads_per_s.value_or(0);
     writes += u.writes_per_s.value_or(0);
-    d.devices.push_back(DeviceIo{u.name, *u.util_pct, u.r_await_ms, u.aqu_sz});
+    d.devices.push_back(DeviceIo{u.name, *u.util_pct, u.r_await_ms, u.w_await_ms, u.aqu_sz,
+                                 u.reads_per_s.value_or(0), u.writes_per_s.value_or(0)});
     if (!d.util_pct || *u.util_pct > *d.util_pct) {
       d.busiest = u.name;
       d.util_pct = u.util_pct;

@@ -82,7 +82,10 @@ struct DeviceIo {
   std::string name;
   double util_pct = 0;
   std::optional<double> r_await_ms;
+  std::optional<double> w_await_ms;
   std::optional<double> queue;
+  double reads_per_s = 0;
+  double writes_per_s = 0;
 };
 
 struct DiskInterval {

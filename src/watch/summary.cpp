@@ -303,7 +303,10 @@ void SampleAccumulator::add(const WatchSample& s) {
   add("watch.disk.write.mbps", d.write_mbps);
   for (const DeviceIo& io : d.devices) {
     disk_util_[io.name].add(io.util_pct, w);
-    agg_["disk.await." + io.name].add(io.r_await_ms, w);
+    agg_["disk.r_await." + io.name].add(io.r_await_ms, w);
+    agg_["disk.w_await." + io.name].add(io.w_await_ms, w);
+    agg_["disk.reads." + io.name].add(io.reads_per_s, w);
+    agg_["disk.writes." + io.name].add(io.writes_per_s, w);
     agg_["disk.queue." + io.name].add(io.queue, w);
   }
 
@@ -486,10 +489,17 @@ std::vector<Result> SampleAccumulator::results(const SummaryContext& ctx) const 
       }
     Result u = value_result("watch.disk.util.pct", "busiest disk's %util, mean", "%", util, false,
                             missing_reason("watch.disk."));
-    Result aw = value_result("watch.disk.await.ms", "busiest disk's read await, mean", "ms",
-                             util ? agg("disk.await." + name).mean() : std::nullopt, false,
-                             util ? "no reads completed on " + name
-                                  : missing_reason("watch.disk."));
+    // The await of the direction the disk mostly served (iostat's r_await or w_await).
+    const bool writes = util && agg("disk.writes." + name).mean().value_or(0) >
+                                    agg("disk.reads." + name).mean().value_or(0);
+    const char* dir = writes ? "write" : "read";
+    Result aw = value_result(
+        "watch.disk.await.ms", std::string("busiest disk's ") + dir + " await, mean", "ms",
+        util ? agg(std::string(writes ? "disk.w_await." : "disk.r_await.") + name).mean()
+             : std::nullopt,
+        false, util ? std::string("no ") + dir + "s completed on " + name
+                    : missing_reason("watch.disk."));
+    if (util) aw.param("direction", dir);
     Result q = value_result("watch.disk.queue", "busiest disk's queue size (aqu-sz), mean",
                             "requests", util ? agg("disk.queue." + name).mean() : std::nullopt,
                             false, missing_reason("watch.disk."));

@@ -100,6 +100,7 @@ TEST(WatchCaptures, SaturatedDiskWithHighIowaitIsStorageBound) {
   const Finding* f = find(run, "storage_bound");
   ASSERT_NE(f, nullptr) << ids(run);
   EXPECT_NE(f->evidence.find("vda"), std::string::npos) << f->evidence;
+  EXPECT_NE(f->evidence.find("write await"), std::string::npos) << f->evidence;  // dd writes
 }
 
 TEST(WatchCaptures, MoreBusyWorkersThanCoresIsTooManyWorkers) {

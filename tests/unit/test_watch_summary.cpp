@@ -36,7 +36,7 @@ WatchSample sample(double t, double gpu_util, double busiest_core, double job_cp
   s.job.involuntary_cs_per_s = 40;
   s.job.processes_detail = {{101, "pt_data_worker", job_cpu - 5, 1, 10, 40, 0.5},
                             {100, "python", 5, 12, 100, 0, 2.0}};
-  s.disk.devices = {{"nvme0n1", 20, 0.3, 0.1}, {"sda", 2, 1.0, 0.0}};
+  s.disk.devices = {{"nvme0n1", 20, 0.3, 0.9, 0.1, 500, 10}, {"sda", 2, 1.0, 1.0, 0.0, 1, 1}};
   s.disk.read_mbps = 50;
   return s;
 }
