@@ -21,6 +21,10 @@ if(NOT TARGET TurboJPEG::TurboJPEG)
     INTERFACE_INCLUDE_DIRECTORIES "${TURBOJPEG_INCLUDE_DIR}")
 endif()
 
+# libjpeg (libjpeg-turbo's libjpeg API, libjpeg62-turbo-dev): the loader's decode needs DCT
+# scaling with jpeg_crop_scanline/jpeg_skip_scanlines, which TurboJPEG 2.x does not expose.
+find_package(JPEG REQUIRED)
+
 # zlib (optional): reads gzip-compressed IDX files (Fashion-MNIST ships as .gz). Without it the
 # IDX reader asks for the files to be gunzipped first.
 find_package(ZLIB)
