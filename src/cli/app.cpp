@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "bench/probe.hpp"
+#include "cli/dataset_cmd.hpp"
 #include "cli/help.hpp"
 #include "cli/output.hpp"
 #include "cli/signals.hpp"
@@ -126,6 +127,9 @@ int dispatch(int argc, char** argv) {
   CLI::App* watch = nullptr;
   const auto watch_opts = add_watch_command(app, watch);
 
+  CLI::App* dataset = nullptr;
+  const auto dataset_opts = add_dataset_command(app, dataset);
+
   OutputOptions report_out;
   std::string report_file;
   auto* report = app.add_subcommand("report", "render a saved run (terminal, Markdown or JSON)");
@@ -152,6 +156,7 @@ int dispatch(int argc, char** argv) {
     return finish(run_probe_into("baseline", baseline_opts), baseline_opts);
   }
   if (*watch) return run_watch_command(*watch_opts);
+  if (*dataset) return run_dataset_command(*dataset_opts);
   if (*report) {
     Run run = load_run(report_file);
     emit_run(run, report_out);

@@ -84,4 +84,23 @@ stopped it for --duration. Without a GPU or NVML the CPU side is still monitored
 report says what is missing. Series columns and result keys: docs/watch.md.)";
 }
 
+std::string dataset_help() {
+  return R"(Examples:
+  gpubase dataset synth --out /data/synth --images 10000 --classes 100
+                                        ImageNet-like JPEGs (~110 KB, 500x375 median)
+  gpubase dataset info /data/synth      kind, samples, classes, format, bytes, what was skipped
+  gpubase dataset pack --data /data/synth --out synth.gbpack
+                                        one mmap-able file, every sample checksummed
+  gpubase dataset verify synth.gbpack   check every checksum (exit 1 naming the bad samples)
+  gpubase dataset export --data synth.gbpack --to-shards /data/shards --images-per-shard 1000
+
+A dataset path is recognised by what it holds: a .gbpack file, a .tar shard or a directory of
+them (WebDataset: <key>.jpg + <key>.cls), a directory with <split>-images-idx3-ubyte[.gz] (IDX,
+--split train|t10k), else an ImageFolder tree (<class>/<file>.jpg). Files that are not JPEGs,
+unreadable files and damaged shards are skipped and counted (--strict: fail naming the file).
+Outputs are never overwritten without --force; Ctrl-C stops between samples, and an
+interrupted pack or export leaves no partial output (an interrupted synth says what it left).
+Results go to stdout (--json: one JSON object, keys in docs/datasets.md), progress to stderr.)";
+}
+
 }  // namespace gb::cli

@@ -9,5 +9,6 @@ std::string probe_help();
 std::string baseline_help();
 std::string exit_codes_help();
 std::string watch_help();
+std::string dataset_help();
 
 }  // namespace gb::cli
