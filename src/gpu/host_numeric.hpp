@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/float_bits.hpp"
+
 #include "core/gpu_specs.hpp"
 
 #if !defined(GB_HOST_DEVICE)
@@ -33,18 +35,13 @@ enum class ElementType { f64, f32, f16, bf16, e4m3, i8, i32 };
 std::size_t element_bytes(ElementType t);
 std::string_view element_name(ElementType t);  // "fp64", "fp32", "fp16", "bf16", "fp8e4m3", ...
 
-// --- bit-level converters --------------------------------------------------------------------
-// Decoders are exact. Encoders round to nearest, ties to even.
-float half_bits_to_float(std::uint16_t bits);
-float bf16_bits_to_float(std::uint16_t bits);
-float e4m3_bits_to_float(std::uint8_t bits);  // 0x7F/0xFF are NaN; no infinities
-// Overflow (|x| >= 65520) gives +-inf, as __float2half_rn does.
-std::uint16_t float_to_half_bits(float x);
-// NaN stays NaN (quiet), as __float2bfloat16_rn does.
-std::uint16_t float_to_bf16_bits(float x);
-// Saturates to +-448 (also for +-inf), NaN gives 0x7F: __nv_cvt_float_to_fp8(x, __NV_SATFINITE,
-// __NV_E4M3).
-std::uint8_t float_to_e4m3_bits(float x);
+// Bit-level converters (half, bfloat16, FP8 E4M3 <-> float): core/float_bits.hpp.
+using gb::bf16_bits_to_float;
+using gb::e4m3_bits_to_float;
+using gb::float_to_bf16_bits;
+using gb::float_to_e4m3_bits;
+using gb::float_to_half_bits;
+using gb::half_bits_to_float;
 
 // Decodes `count` elements of type t starting at `data` (host memory) into doubles (exact for
 // every type here).
