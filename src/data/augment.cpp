@@ -21,6 +21,14 @@ int round_half_even(double v) {
   return (i % 2 == 0) ? i : i + 1;
 }
 
+// x86-64: also compile an AVX2 version, chosen at load time when the CPU has it (GCC/Clang
+// function multiversioning). Elsewhere (aarch64 hosts), the one portable version.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GB_CLONE_AVX2 __attribute__((target_clones("avx2", "default")))
+#else
+#define GB_CLONE_AVX2
+#endif
+
 // PIL's fixed point for 8-bit images: coefficients with 22 fraction bits, so 255 * 2^22 * (sum
 // of coefficients = 1) stays inside int32.
 constexpr int kPrecisionBits = 22;
@@ -111,9 +119,9 @@ void horizontal_pass(const std::uint8_t* rows, int row_len, int channels,
 // inner loop runs over a contiguous row with one weight, so the compiler vectorises it; the
 // AVX2 clone (picked at load time where the CPU has it) widens 8 bytes per instruction and
 // multiplies 32-bit lanes natively (SSE2 has no 32-bit multiply).
-__attribute__((target_clones("avx2", "default"))) void vertical_pass(
-    const std::uint8_t* base, int stride, int y_lo, int row_len, const std::int32_t* coeffs,
-    const int* bounds, int ksize, int out_h, std::int32_t* acc, std::uint8_t* rows) {
+GB_CLONE_AVX2 void vertical_pass(const std::uint8_t* base, int stride, int y_lo, int row_len,
+                                 const std::int32_t* coeffs, const int* bounds, int ksize,
+                                 int out_h, std::int32_t* acc, std::uint8_t* rows) {
   for (int y = 0; y < out_h; ++y) {
     const int ymin = bounds[2 * y] + y_lo;
     const int n = bounds[2 * y + 1];
