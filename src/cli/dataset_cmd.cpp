@@ -325,20 +325,22 @@ int run_synth(const DatasetCli& cli) {
   options.size_scale = cli.scale;
 
   ProgressPrinter printer(cli, "synth", "images");
-  const data::SynthSummary s = data::synth_dataset(options, [&](std::size_t done, std::size_t n) {
-    printer(done, n);
-    if (!cancel_requested()) return;
-    // synth_dataset() must not see an exception from this callback (its worker threads would be
-    // left unjoined), so Ctrl-C ends the process here, saying what is on disk.
-    fmt::print(cli.err,
-               "gpubase: interrupted by the user (Ctrl-C): {} holds a partial set ({} of {} "
-               "images); delete it, or run again with --force (the same seed writes the same "
-               "bytes)\n",
-               out.string(), done, n);
-    std::fflush(cli.out);
-    std::fflush(cli.err);
-    std::_Exit(static_cast<int>(ExitCode::interrupted));
-  });
+  std::size_t written = 0;
+  data::SynthSummary s;
+  try {
+    s = data::synth_dataset(options, [&](std::size_t done, std::size_t n) {
+      printer(done, n);
+      written = done;
+      throw_if_cancelled();  // synth_dataset joins its workers, then passes this on
+    });
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::interrupted) throw;
+    throw Error(ErrorKind::interrupted,
+                "interrupted by the user (Ctrl-C): " + out.string() + " holds a partial set (" +
+                    std::to_string(written) + " of " + std::to_string(options.images) +
+                    " images); delete it, or run again with --force (the same seed writes the "
+                    "same bytes)");
+  }
   const double rate = s.seconds > 0 ? static_cast<double>(s.images) / s.seconds : 0;
 
   if (cli.json) {

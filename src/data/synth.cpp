@@ -366,10 +366,17 @@ SynthSummary synth_dataset(const SynthOptions& options, const Progress& progress
   threads = static_cast<unsigned>(std::clamp<std::size_t>(threads, 1, units));
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-  // The calling thread only reports progress.
-  while (done < options.images && !failed) {
-    if (progress) progress(done, options.images);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The calling thread only reports progress. A progress callback that throws (Ctrl-C) stops the
+  // workers after their current image; they are joined before the exception goes on.
+  try {
+    while (done < options.images && !failed) {
+      if (progress) progress(done, options.images);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  } catch (...) {
+    failed = true;
+    for (std::thread& t : pool) t.join();
+    throw;
   }
   for (std::thread& t : pool) t.join();
   if (error) std::rethrow_exception(error);
