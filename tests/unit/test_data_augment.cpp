@@ -12,24 +12,9 @@
 
 #include "core/error.hpp"
 #include "data/augment.hpp"
+#include "test_data_util.hpp"
 
 namespace gb::test {
-
-// A small deterministic source for tests (SplitMix64); the loader uses its Philox generator.
-class SplitMixSource {
- public:
-  explicit SplitMixSource(std::uint64_t seed) : state_(seed) {}
-  double uniform() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) * 0x1.0p-53;
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 // Plays back fixed draws, then repeats the last one; counts what was drawn.
 class FixedSource {

@@ -5,6 +5,8 @@
 // bad data (truncated at many cut points, random bytes, empty, a PNG) as typed errors.
 #include <gtest/gtest.h>
 
+#include "test_data_util.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,20 +27,7 @@ std::vector<double> reference_resize(const std::vector<std::uint8_t>& src, int s
 namespace gb::data {
 namespace {
 
-class SplitMix {
- public:
-  explicit SplitMix(std::uint64_t seed) : state_(seed) {}
-  double uniform() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) * 0x1.0p-53;
-  }
-
- private:
-  std::uint64_t state_;
-};
+using SplitMix = gb::test::SplitMixSource;
 
 // A synthetic ImageNet-like JPEG (data/synth.hpp content) of a given size; grey on request.
 std::vector<std::uint8_t> synth_test_jpeg(int w, int h, std::uint64_t seed, bool grey = false) {
