@@ -1,0 +1,343 @@
+// bench/loader.cpp: see loader.hpp.
+#include "bench/loader.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <set>
+
+#include "core/cancel.hpp"
+#include "core/error.hpp"
+#include "core/stats.hpp"
+#include "data/decode.hpp"
+#include "sys/cpu_info.hpp"
+#include "sys/host_membw.hpp"
+#include "sys/procfs.hpp"
+
+namespace gb::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// "2,310" (rounded to a whole number), for progress lines and evidence.
+std::string grouped(double v) {
+  std::string digits = std::to_string(static_cast<long long>(v < 0 ? -v + 0.5 : v + 0.5));
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+  return v < 0 ? "-" + digits : digits;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+struct JpegWorker {
+  data::JpegDecoder decoder;
+  data::DecodeScratch scratch;
+};
+
+// Busiest and mean busy share of the usable cores between two /proc/stat samples.
+void add_cpu_usage(const sys::CpuTimes& before, const sys::CpuTimes& after, double interval_s,
+                   LoaderPoint& p) {
+  const sys::CpuUsage usage = sys::cpu_usage_between(before, after, interval_s);
+  p.context_switches_per_s = usage.context_switches_per_s;
+  double sum = 0;
+  int n = 0;
+  for (const int cpu : sys::allowed_cpus()) {
+    const auto it = usage.per_cpu.find(cpu);
+    if (it == usage.per_cpu.end()) continue;
+    const double busy = it->second.busy_pct;
+    p.cpu_busiest_core_pct = std::max(p.cpu_busiest_core_pct.value_or(0.0), busy);
+    sum += busy;
+    ++n;
+  }
+  if (n > 0) p.cpu_mean_pct = sum / n;
+}
+
+void add_bad(const data::LoaderStats& s, LoaderPoint& p) {
+  p.bad_samples += s.bad_samples;
+  for (const std::string& e : s.bad_examples)
+    if (p.bad_examples.size() < 5) p.bad_examples.push_back(e);
+}
+
+// One sweep point; empty when Ctrl-C came before it was complete.
+std::optional<LoaderPoint> measure_point(const data::Dataset& dataset, const LoaderBenchOptions& o,
+                                         unsigned workers) {
+  data::LoaderOptions lo;
+  lo.sampling.batch_size = o.batch_size;
+  lo.sampling.seed = o.seed;
+  lo.sample_bytes = static_cast<std::size_t>(o.image_size) * o.image_size * 3;
+  lo.workers = workers;
+  lo.prefetch_depth = o.prefetch_depth;
+  data::Loader loader(dataset, lo, jpeg_train_process(workers, o.image_size));
+
+  std::uint32_t epoch = 0;
+  loader.start_epoch(epoch);
+  // The next batch, starting the next epoch when one ends; empty after Ctrl-C.
+  auto take = [&]() -> std::optional<data::Batch> {
+    for (;;) {
+      if (auto b = loader.next()) return b;
+      if (cancel_requested()) return std::nullopt;
+      loader.start_epoch(++epoch);
+    }
+  };
+
+  LoaderPoint p;
+  p.workers = workers;
+  {
+    const auto warm = take();
+    if (!warm) return std::nullopt;
+    loader.release(*warm);
+  }
+  // A sample found bad in the warm-up is remembered, not found again: count it now.
+  add_bad(loader.stats(), p);
+  loader.reset_stats();
+  const auto cpu_before = sys::read_proc_stat();
+  const auto t0 = Clock::now();
+  auto last = t0;
+  while (seconds_since(t0) < o.seconds_per_point) {
+    const auto b = take();
+    if (!b) return std::nullopt;
+    const auto now = Clock::now();
+    const double dt = std::chrono::duration<double>(now - last).count();
+    last = now;
+    if (dt > 0) p.batch_images_per_s.push_back(static_cast<double>(b->size) / dt);
+    loader.release(*b);
+  }
+  const double interval_s = seconds_since(t0);
+  const auto cpu_after = sys::read_proc_stat();
+  const data::LoaderStats s = loader.stats();
+  loader.stop();
+
+  p.images_per_s = p.batch_images_per_s.empty() ? 0 : quantile(p.batch_images_per_s, 0.5);
+  p.wall_images_per_s = s.images_per_s();
+  p.images_per_busy_core_s = s.images_per_busy_core_s();
+  p.images = s.samples;
+  p.read_ms = s.read.mean_s() * 1e3;
+  for (const data::StageTotal& st : s.stages) {
+    if (st.name == "decode") p.decode_ms = st.time.mean_s() * 1e3;
+    if (st.name == "augment") p.augment_ms = st.time.mean_s() * 1e3;
+  }
+  p.worker_idle_share = s.worker_idle_share();
+  add_bad(s, p);
+  if (cpu_before && cpu_after) add_cpu_usage(*cpu_before, *cpu_after, interval_s, p);
+  return p;
+}
+
+std::string progress_text(const LoaderPoint& p) {
+  return "workers " + std::to_string(p.workers) + ": " + grouped(p.images_per_s) + " images/s (" +
+         grouped(p.images_per_busy_core_s) + " per core), decode " + fixed(p.decode_ms, 1) +
+         " ms, augment " + fixed(p.augment_ms, 1) + " ms";
+}
+
+std::string sweep_text(const std::vector<LoaderPoint>& points) {
+  std::string text;
+  for (const LoaderPoint& p : points)
+    text += (text.empty() ? "" : ", ") + std::to_string(p.workers) + ": " + grouped(p.images_per_s);
+  return text + " images/s";
+}
+
+Result point_result(const LoaderPoint& p) {
+  const std::string n = std::to_string(p.workers);
+  Result r = Result::measured("loader.cpu.w" + n + ".images_per_s",
+                              "loader CPU path, " + n + (p.workers == 1 ? " worker" : " workers"),
+                              "images/s", p.batch_images_per_s);
+  r.param("workers", n)
+      .param("images_per_busy_core_s", fixed(p.images_per_busy_core_s, 0))
+      .param("wall_images_per_s", fixed(p.wall_images_per_s, 0))
+      .param("read_ms", fixed(p.read_ms, 3))
+      .param("decode_ms", fixed(p.decode_ms, 3))
+      .param("augment_ms", fixed(p.augment_ms, 3))
+      .param("worker_idle_pct", fixed(100 * p.worker_idle_share, 1))
+      .param("images_timed", std::to_string(p.images))
+      .param("bad_samples", std::to_string(p.bad_samples));
+  if (p.cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", fixed(*p.cpu_busiest_core_pct, 1));
+  if (p.cpu_mean_pct) r.param("cpu_mean_pct", fixed(*p.cpu_mean_pct, 1));
+  if (p.context_switches_per_s)
+    r.param("context_switches_per_s", fixed(*p.context_switches_per_s, 0));
+  return r;
+}
+
+Result stage_result(const std::string& stage, double ms, const LoaderPoint& best) {
+  Result r = Result::measured("loader.stage." + stage + ".ms", stage + " per image", "ms", {ms},
+                              /*higher_is_better=*/false);
+  r.param("workers", std::to_string(best.workers));
+  return r;
+}
+
+}  // namespace
+
+std::vector<unsigned> default_worker_sweep(unsigned cores) {
+  std::vector<unsigned> sweep;
+  for (unsigned w = 1; w < cores; w *= 2) sweep.push_back(w);
+  sweep.push_back(std::max(cores, 1u));
+  return sweep;
+}
+
+data::ProcessFn jpeg_train_process(unsigned workers, int image_size) {
+  auto states = std::make_shared<std::vector<JpegWorker>>(workers);
+  data::AugmentOptions augment;
+  augment.out_w = image_size;
+  augment.out_h = image_size;
+  augment.layout = data::PixelLayout::hwc;
+  return [states, augment](const data::SampleView& sample, data::Philox& rng,
+                           std::span<std::uint8_t> dst) {
+    JpegWorker& w = (*states)[sample.worker];
+    try {
+      const data::DecodeAugmentResult r =
+          w.decoder.decode_augment(sample.bytes, rng, augment, dst.data(), w.scratch);
+      data::SampleResult out;
+      out.stage_s[0] = static_cast<double>(r.decode_ns) * 1e-9;
+      out.stage_s[1] = static_cast<double>(r.augment_ns) * 1e-9;
+      return out;
+    } catch (const data::DecodeError& e) {
+      return data::SampleResult::bad(e.what());
+    }
+  };
+}
+
+std::vector<Result> loader_results(const std::vector<LoaderPoint>& points) {
+  std::vector<Result> out;
+  for (const LoaderPoint& p : points) out.push_back(point_result(p));
+  if (!points.empty()) {
+    const LoaderPoint& best = *std::max_element(
+        points.begin(), points.end(),
+        [](const LoaderPoint& a, const LoaderPoint& b) { return a.images_per_s < b.images_per_s; });
+
+    Result b = Result::measured("loader.cpu.best.images_per_s", "loader CPU path, best sweep point",
+                                "images/s", best.batch_images_per_s);
+    b.param("workers", std::to_string(best.workers));
+    out.push_back(std::move(b));
+
+    // Per core: the 1-worker point when swept; else the fewest workers' rate per busy core.
+    const LoaderPoint& fewest = *std::min_element(
+        points.begin(), points.end(),
+        [](const LoaderPoint& a, const LoaderPoint& c) { return a.workers < c.workers; });
+    Result pc =
+        fewest.workers == 1
+            ? Result::measured("loader.cpu.per_core.images_per_s", "loader CPU path per core",
+                               "images/s", fewest.batch_images_per_s)
+            : Result::measured("loader.cpu.per_core.images_per_s", "loader CPU path per core",
+                               "images/s", {fewest.images_per_busy_core_s});
+    pc.param("workers", std::to_string(fewest.workers))
+        .param("images_per_busy_core_s", fixed(fewest.images_per_busy_core_s, 0))
+        .param("target_images_per_s", fixed(kLoaderTargetPerCoreImagesPerS, 0))
+        .param("target_source",
+               "issue 4: CPU path >= 800 images/s per core on the synthetic "
+               "ImageNet-like set");
+    out.push_back(std::move(pc));
+
+    const LoaderPoint* knee = &best;
+    for (const LoaderPoint& p : points)
+      if (p.images_per_s >= kLoaderKneeShare * best.images_per_s && p.workers < knee->workers)
+        knee = &p;
+    Result k = Result::measured("loader.cpu.knee.workers", "fewest workers within 3 % of the best",
+                                "workers", {static_cast<double>(knee->workers)});
+    k.param("sweep", sweep_text(points)).param("best_workers", std::to_string(best.workers));
+    out.push_back(std::move(k));
+
+    // More workers than the best point, and slower by more than the knee's margin.
+    const LoaderPoint* slowest_beyond = nullptr;
+    for (const LoaderPoint& p : points)
+      if (p.workers > best.workers &&
+          (!slowest_beyond || p.images_per_s < slowest_beyond->images_per_s))
+        slowest_beyond = &p;
+    if (slowest_beyond && slowest_beyond->images_per_s < kLoaderKneeShare * best.images_per_s) {
+      const double drop_pct = 100 * (1 - slowest_beyond->images_per_s / best.images_per_s);
+      Result o = Result::measured("loader.cpu.oversubscribed",
+                                  "slower with more workers than the best point", "%", {drop_pct},
+                                  /*higher_is_better=*/false);
+      o.reason = std::to_string(slowest_beyond->workers) +
+                 " workers: " + grouped(slowest_beyond->images_per_s) + " images/s, " +
+                 fixed(drop_pct, 1) + " % below " + std::to_string(best.workers) + " workers' " +
+                 grouped(best.images_per_s);
+      if (slowest_beyond->context_switches_per_s && best.context_switches_per_s)
+        o.reason += "; context switches " + grouped(*slowest_beyond->context_switches_per_s) +
+                    "/s against " + grouped(*best.context_switches_per_s) + "/s";
+      o.param("sweep", sweep_text(points));
+      out.push_back(std::move(o));
+    }
+
+    out.push_back(stage_result("read", best.read_ms, best));
+    out.push_back(stage_result("decode", best.decode_ms, best));
+    out.push_back(stage_result("augment", best.augment_ms, best));
+
+    std::size_t bad = 0;
+    const LoaderPoint* bad_point = nullptr;
+    for (const LoaderPoint& p : points)
+      if (!bad_point || p.bad_samples > bad) {
+        bad = p.bad_samples;
+        bad_point = &p;
+      }
+    Result bs = Result::measured("loader.bad_samples", "bad samples (substituted)", "samples",
+                                 {static_cast<double>(bad)}, /*higher_is_better=*/false);
+    for (const std::string& e : bad_point->bad_examples)
+      bs.reason += (bs.reason.empty() ? "" : "; ") + e;
+    out.push_back(std::move(bs));
+  }
+  out.push_back(Result::skipped(
+      "loader.data_wait_share.pct", "data loading share of step time", "%",
+      "needs a GPU step: the GPU half of the loader (pinned slots, H2D, normalize kernel) is "
+      "not wired yet"));
+  return out;
+}
+
+LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBenchOptions& options,
+                                    ResultSink& sink) {
+  if (dataset.format() != data::SampleFormat::jpeg) {
+    throw Error(ErrorKind::usage, "loader benchmark needs JPEG samples: " + dataset.source() +
+                                      " (" + std::string(dataset.kind()) + ") holds " +
+                                      std::string(data::to_string(dataset.format())) + " samples");
+  }
+  if (dataset.size() == 0) throw Error(ErrorKind::usage, dataset.source() + ": no samples to load");
+  if (options.batch_size == 0 || options.image_size <= 0 || options.prefetch_depth == 0 ||
+      !(options.seconds_per_point > 0)) {
+    throw Error(ErrorKind::usage,
+                "loader benchmark: batch, size, prefetch and seconds must be positive");
+  }
+  const std::vector<int> cpus = sys::allowed_cpus();
+  const unsigned cores = static_cast<unsigned>(std::max<std::size_t>(cpus.size(), 1));
+  std::vector<unsigned> sweep =
+      options.workers.empty() ? default_worker_sweep(cores) : options.workers;
+  std::sort(sweep.begin(), sweep.end());
+  sweep.erase(std::unique(sweep.begin(), sweep.end()), sweep.end());
+  if (sweep.front() == 0) throw Error(ErrorKind::usage, "loader benchmark: workers must be >= 1");
+
+  for (Fact& f : sys::host_facts(sys::read_host_info())) sink.add_fact(std::move(f));
+  sink.add_fact({"host.usable_cores", "usable cores", std::to_string(cores)});
+  sink.add_fact({"loader.dataset.path", "dataset", dataset.source()});
+  sink.add_fact({"loader.dataset.kind", "dataset kind", std::string(dataset.kind())});
+  sink.add_fact({"loader.dataset.samples", "dataset samples", std::to_string(dataset.size())});
+  sink.add_fact({"loader.batch", "batch size", std::to_string(options.batch_size)});
+  const std::string side = std::to_string(options.image_size);
+  sink.add_fact({"loader.size", "output image", side + "x" + side + "x3 uint8 HWC"});
+  sink.add_fact(
+      {"loader.prefetch", "prefetch depth (batches)", std::to_string(options.prefetch_depth)});
+  sink.add_fact(
+      {"loader.seconds_per_point", "seconds per sweep point", fixed(options.seconds_per_point, 1)});
+
+  LoaderBenchOutcome outcome;
+  for (const unsigned workers : sweep) {
+    if (cancel_requested()) break;
+    auto point = measure_point(dataset, options, workers);
+    if (!point) break;
+    sink.progress(progress_text(*point));
+    outcome.points.push_back(std::move(*point));
+  }
+  outcome.interrupted = cancel_requested();
+
+  std::size_t images = 0;
+  for (const LoaderPoint& p : outcome.points) images += p.images;
+  sink.add_fact({"loader.images_timed", "images timed (all points)", std::to_string(images)});
+  for (Result& r : loader_results(outcome.points)) sink.add(std::move(r));
+  return outcome;
+}
+
+}  // namespace gb::bench
