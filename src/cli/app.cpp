@@ -13,6 +13,7 @@
 #include "bench/probe.hpp"
 #include "cli/dataset_cmd.hpp"
 #include "cli/help.hpp"
+#include "cli/loader_cmd.hpp"
 #include "cli/output.hpp"
 #include "cli/signals.hpp"
 #include "cli/watch_cmd.hpp"
@@ -130,6 +131,9 @@ int dispatch(int argc, char** argv) {
   CLI::App* dataset = nullptr;
   const auto dataset_opts = add_dataset_command(app, dataset);
 
+  CLI::App* loader = nullptr;
+  const auto loader_opts = add_loader_command(app, loader);
+
   OutputOptions report_out;
   std::string report_file;
   auto* report = app.add_subcommand("report", "render a saved run (terminal, Markdown or JSON)");
@@ -157,6 +161,7 @@ int dispatch(int argc, char** argv) {
   }
   if (*watch) return run_watch_command(*watch_opts);
   if (*dataset) return run_dataset_command(*dataset_opts);
+  if (*loader) return run_loader_command(*loader_opts);
   if (*report) {
     Run run = load_run(report_file);
     emit_run(run, report_out);

@@ -103,4 +103,23 @@ interrupted pack or export leaves no partial output (an interrupted synth says w
 Results go to stdout (--json: one JSON object, keys in docs/datasets.md), progress to stderr.)";
 }
 
+std::string loader_help() {
+  return R"(Examples:
+  gpubase loader                        sweep 1,2,4,... workers up to the usable cores on a
+                                        synthetic set (made once under the data folder)
+  gpubase loader --data /data/imagenet/train --workers 8,16 --seconds 10
+  gpubase loader --batch 128 --prefetch 2 --json -o loader.json
+
+Each sweep point runs one warm-up batch, then whole batches for --seconds: JPEG decode of the
+crop region, RandomResizedCrop(--size) + flip into a batch slot (uint8 HWC), as a training
+input pipeline does. Reported per point (loader.cpu.w<N>.images_per_s): images/s (median of
+the per-batch rates), images/s per busy core, read / decode / augment ms per image, worker
+idle share, CPU busy per core and context switches/s. Then the best point, the per-core rate
+(target: 800 images/s per core), the knee (fewest workers within 3 % of the best), a note when
+more workers got slower, and bad samples (substituted and counted). The GPU half (pinned
+slots, H2D, the data-wait share of a GPU step) is not wired yet and shows as skipped.
+IDX (raw pixel) datasets are refused: the benchmark needs JPEG samples. Keys:
+docs/results.md "loader.*". Ctrl-C stops the sweep and reports the points measured (exit 130).)";
+}
+
 }  // namespace gb::cli

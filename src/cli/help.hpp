@@ -10,5 +10,6 @@ std::string baseline_help();
 std::string exit_codes_help();
 std::string watch_help();
 std::string dataset_help();
+std::string loader_help();
 
 }  // namespace gb::cli

@@ -1,0 +1,144 @@
+// cli/loader_cmd.cpp: `gpubase loader [--data PATH] [--workers LIST] ...`. Without --data the
+// benchmark runs on a synthetic ImageNet-like set generated once under
+// <data dir>/datasets/synth-512 (into a ".tmp" folder renamed when complete, so an interrupted
+// generation is never mistaken for a dataset) and reused by later runs.
+#include "cli/loader_cmd.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <sstream>
+
+#include "bench/loader.hpp"
+#include "cli/help.hpp"
+#include "cli/output.hpp"
+#include "core/cancel.hpp"
+#include "core/error.hpp"
+#include "data/open.hpp"
+#include "data/synth.hpp"
+#include "diagnose/diagnose.hpp"
+
+namespace gb::cli {
+
+namespace fs = std::filesystem;
+
+struct LoaderCli {
+  bench::LoaderBenchOptions bench;
+  std::string data;
+  std::string workers;  // "1,2,4"; empty: the default sweep
+  OutputOptions out;
+  bool save = false;
+};
+
+namespace {
+
+constexpr std::size_t kSynthImages = 512;
+constexpr std::size_t kSynthClasses = 16;
+
+std::vector<unsigned> parse_workers(const std::string& list) {
+  std::vector<unsigned> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (item.empty()) continue;
+    std::size_t used = 0;
+    unsigned long n = 0;
+    try {
+      n = std::stoul(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || n == 0 || n > 4096)
+      throw Error(ErrorKind::usage, "--workers: '" + item + "' is not a worker count (1 .. 4096)");
+    out.push_back(static_cast<unsigned>(n));
+  }
+  if (out.empty()) throw Error(ErrorKind::usage, "--workers: give a list such as 1,2,4");
+  return out;
+}
+
+// The built-in synthetic set: generated on first use, then reused.
+fs::path default_dataset(const OutputOptions& out) {
+  const fs::path dir = data_dir() / "datasets" / "synth-512";
+  if (fs::exists(dir)) {
+    progress_line(out, "loader: no --data; using the synthetic set " + dir.string());
+    return dir;
+  }
+  const fs::path tmp = dir.string() + ".tmp";
+  fs::remove_all(tmp);
+  progress_line(out, "loader: no --data; generating a synthetic ImageNet-like set (" +
+                         std::to_string(kSynthImages) + " images, " +
+                         std::to_string(kSynthClasses) + " classes) in " + dir.string() +
+                         ", reused by later runs");
+  data::SynthOptions synth;
+  synth.output = tmp;
+  synth.images = kSynthImages;
+  synth.classes = kSynthClasses;
+  synth.seed = 0;
+  synth.layout = data::SynthLayout::image_folder;
+  data::synth_dataset(synth, [](std::size_t, std::size_t) { throw_if_cancelled(); });
+  fs::rename(tmp, dir);
+  return dir;
+}
+
+}  // namespace
+
+std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
+  auto cli = std::make_shared<LoaderCli>();
+  cmd = app.add_subcommand("loader",
+                           "CPU input pipeline: JPEG decode + RandomResizedCrop + flip "
+                           "into batch slots, swept over worker counts");
+  cmd->add_option("--data", cli->data,
+                  "dataset (ImageFolder, WebDataset shards, .gbpack; JPEG samples); default: a "
+                  "built-in synthetic set");
+  cmd->add_option("--batch", cli->bench.batch_size, "batch size")->capture_default_str();
+  cmd->add_option("--size", cli->bench.image_size, "output side in pixels")->capture_default_str();
+  cmd->add_option("--workers", cli->workers,
+                  "comma-separated worker counts (default: 1,2,4,... and the usable cores)");
+  cmd->add_option("--prefetch", cli->bench.prefetch_depth, "batch slots in the ring")
+      ->capture_default_str();
+  cmd->add_option("--seconds", cli->bench.seconds_per_point, "seconds per sweep point")
+      ->capture_default_str();
+  cmd->add_option("--seed", cli->bench.seed, "shuffle and augmentation seed")
+      ->capture_default_str();
+  cmd->add_flag("--save", cli->save, "also save the run under the data folder");
+  cmd->add_flag("--json", cli->out.json, "print the run as JSON (schema: docs/results.md)");
+  cmd->add_flag("--md", cli->out.markdown, "print the run as Markdown");
+  cmd->add_option("-o,--output", cli->out.output_file,
+                  "write the output to FILE instead of stdout");
+  cmd->add_flag("-q,--quiet", cli->out.quiet, "no progress lines on stderr");
+  cmd->add_flag("--no-color", cli->out.no_color, "no ANSI colours (also: NO_COLOR=1)");
+  cmd->footer(loader_help());
+  return cli;
+}
+
+int run_loader_command(const LoaderCli& cli) {
+  bench::LoaderBenchOptions options = cli.bench;
+  if (!cli.workers.empty()) options.workers = parse_workers(cli.workers);
+
+  Run run;
+  run.tool_version = GPUBASE_VERSION;
+  run.command = "loader";
+  run.started_at = utc_now_iso8601();
+  const auto t0 = std::chrono::steady_clock::now();
+
+  const fs::path path = cli.data.empty() ? default_dataset(cli.out) : fs::path(cli.data);
+  const auto dataset = data::open_dataset({.path = path});
+  bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
+  const bench::LoaderBenchOutcome outcome = bench::run_loader_bench(*dataset, options, sink);
+  if (outcome.interrupted)
+    progress_line(cli.out, "interrupted: reporting the sweep points measured so far");
+
+  run.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  run.environment = std::move(sink.facts());
+  run.results = std::move(sink.results());
+  if (outcome.interrupted)
+    run.environment.push_back({"run.interrupted", "run", "interrupted by the user (Ctrl-C)"});
+  diagnose::apply_verdicts(run);
+  run.checklist = diagnose::build_checklist(run);
+
+  emit_run(run, cli.out);
+  if (cli.save) progress_line(cli.out, "saved " + save_run(run).string());
+  if (outcome.interrupted) return static_cast<int>(ExitCode::interrupted);
+  return run.worst_status() == Status::fail ? static_cast<int>(ExitCode::check_failed)
+                                            : static_cast<int>(ExitCode::ok);
+}
+
+}  // namespace gb::cli
