@@ -282,11 +282,31 @@ std::vector<Result> loader_results(const std::vector<LoaderPoint>& points) {
       bs.reason += (bs.reason.empty() ? "" : "; ") + e;
     out.push_back(std::move(bs));
   }
-  out.push_back(Result::skipped(
-      "loader.data_wait_share.pct", "data loading share of step time", "%",
-      "needs a GPU step: the GPU half of the loader (pinned slots, H2D, normalize kernel) is "
-      "not wired yet"));
   return out;
+}
+
+#ifndef GPUBASE_WITH_CUDA
+std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset&,
+                                                     const LoaderBenchOptions&, unsigned) {
+  return std::nullopt;  // a build without CUDA has no GPU half
+}
+#endif
+
+Result data_wait_result(const std::optional<DataWaitMeasurement>& m, const std::string& why_not) {
+  const char* key = "loader.data_wait_share.pct";
+  const char* label = "data loading share of step time (GPU waiting for data)";
+  if (!m) return Result::skipped(key, label, "%", why_not);
+  Result r = Result::measured(key, label, "%", {m->wait_share_pct}, /*higher_is_better=*/false);
+  r.param("workers", std::to_string(m->workers));
+  r.param("step", fixed(m->step_ms, 1) + " ms asked, " +
+                      fixed(m->step_ms_measured.empty() ? 0 : quantile(m->step_ms_measured, 0.5),
+                            1) +
+                      " ms measured (median), a calibrated busy kernel");
+  r.param("fed", grouped(m->images_per_s) + " images/s through pinned slots, H2D and the "
+                                             "normalization kernel (bf16, NCHW)");
+  r.param("host blocked in next()", fixed(m->consumer_wait_ms, 1) + " ms of " +
+                                        fixed(m->wall_ms, 1) + " ms");
+  return r;
 }
 
 LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBenchOptions& options,
@@ -337,6 +357,33 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
   for (const LoaderPoint& p : outcome.points) images += p.images;
   sink.add_fact({"loader.images_timed", "images timed (all points)", std::to_string(images)});
   for (Result& r : loader_results(outcome.points)) sink.add(std::move(r));
+
+  // The data-wait share: the best worker count feeding a GPU step of known length.
+#ifdef GPUBASE_WITH_CUDA
+  std::string why_not = "no GPU found: the data-wait share needs a GPU step to feed";
+#else
+  std::string why_not = "built without CUDA: the data-wait share needs a GPU step to feed";
+#endif
+  std::optional<DataWaitMeasurement> wait;
+  if (!outcome.interrupted && !outcome.points.empty()) {
+    const auto best = std::max_element(
+        outcome.points.begin(), outcome.points.end(),
+        [](const LoaderPoint& a, const LoaderPoint& b) { return a.images_per_s < b.images_per_s; });
+    sink.progress("data-wait share: " + std::to_string(best->workers) +
+                  " workers feeding a GPU step of " +
+                  fixed(1e3 * static_cast<double>(options.batch_size) / options.gpu_images_per_s,
+                        1) +
+                  " ms");
+    wait = measure_data_wait(dataset, options, best->workers);
+    if (wait && wait->interrupted) {
+      outcome.interrupted = true;
+      wait.reset();
+      why_not = "interrupted";
+    }
+  } else if (outcome.interrupted) {
+    why_not = "interrupted";
+  }
+  sink.add(data_wait_result(wait, why_not));
   return outcome;
 }
 

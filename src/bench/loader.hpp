@@ -40,6 +40,9 @@ struct LoaderBenchOptions {
   std::size_t prefetch_depth = 4;
   double seconds_per_point = 4;  // after one warm-up batch
   std::uint64_t seed = 0;
+  // The GPU step the loader feeds for the data-wait share: batch / gpu_images_per_s long.
+  // 3,000 images/s is about an eager-PyTorch ResNet-50 step on an H200 (bench/NOTES.md).
+  double gpu_images_per_s = 3000;
 };
 
 // 1, 2, 4, 8, ... below `cores`, then `cores` itself.
@@ -76,6 +79,25 @@ struct LoaderBenchOutcome {
 // for a dataset whose samples are not JPEGs or bad options.
 LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBenchOptions& options,
                                     ResultSink& sink);
+
+// The data-wait share on a GPU (bench/gpu/loader_feed.cpp): the loader with `workers` feeds a
+// stand-in GPU step of batch / gpu_images_per_s through pinned slots, H2D and normalization.
+struct DataWaitMeasurement {
+  unsigned workers = 0;
+  double step_ms = 0;                    // asked
+  std::vector<double> step_ms_measured;  // events around each timed step
+  double wall_ms = 0;
+  double wait_share_pct = 0;             // 1 - sum(steps) / wall
+  double consumer_wait_ms = 0;           // the host blocked in Loader::next()
+  double images_per_s = 0;
+  std::size_t images = 0;
+  bool interrupted = false;
+};
+// Empty without a GPU (or in a build without CUDA).
+std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& dataset,
+                                                     const LoaderBenchOptions& options,
+                                                     unsigned workers);
+Result data_wait_result(const std::optional<DataWaitMeasurement>& m, const std::string& why_not);
 
 // The results a sweep summarises to (per point, best, per core, knee, oversubscription,
 // stages, bad samples, the data-wait share not measured yet). Exposed for tests.

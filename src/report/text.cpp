@@ -181,6 +181,7 @@ constexpr SectionAlias kAliases[] = {
     {"watch.interval", "watch.self"},
     {"watch.samples", "watch.self"},
     {"watch.startup", "watch.window"},
+    {"loader.bad_samples", "loader.cpu"},
     {"watch.duration", "watch.window"},
 };
 
@@ -207,6 +208,9 @@ SectionInfo section_info(const std::string& prefix) {
       {"probe.latency", {"Launch latency", Layout::benchmark}},
       {"probe.host", {"Host memory", Layout::benchmark}},
       {"watch.window", {"What the figures cover", Layout::monitor}},
+      {"loader.cpu", {"Loader, CPU path (read, JPEG decode, crop + flip)", Layout::benchmark}},
+      {"loader.stage", {"Loader, time per image by stage (best point)", Layout::benchmark}},
+      {"loader.data_wait_share", {"Loader feeding a GPU step", Layout::benchmark}},
       {"watch.gpu", {"GPU (NVML, sampled)", Layout::monitor}},
       {"watch.cpu", {"Host CPU (/proc/stat)", Layout::monitor}},
       {"watch.job", {"Job: the command and its child processes", Layout::monitor}},
