@@ -41,6 +41,11 @@ step "baseline --quick (saved under a scratch GPUBASE_HOME)"
 GPUBASE_HOME=$(mktemp -d) "$GPUBASE" baseline --quick --quiet --no-color | tail -25
 [[ ${PIPESTATUS[0]} -le 1 ]] || status=1
 
+step "loader: worker sweep on the built-in synthetic set, then the data-wait share on the GPU"
+GPUBASE_HOME=$(mktemp -d) "$GPUBASE" loader --seconds 3 --no-color --json -o "$OUTDIR/loader.json" \
+  && "$GPUBASE" report --no-color "$OUTDIR/loader.json" | sed -n '/^Loader/,/^Baseline/p' \
+  || status=1
+
 if command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null; then
   step "side by side with PyTorch"
   python3 "$ROOT/bench/probe_vs_torch.py" --gpubase "$OUTDIR/probe.json" \
