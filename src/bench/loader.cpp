@@ -285,6 +285,11 @@ std::vector<Result> loader_results(const std::vector<LoaderPoint>& points) {
   return out;
 }
 
+namespace {
+// Prefetch depths the data-wait share is also measured at (batches in the pinned ring).
+constexpr std::size_t kPrefetchSweep[] = {1, 2, 4, 8};
+}  // namespace
+
 #ifndef GPUBASE_WITH_CUDA
 std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset&,
                                                      const LoaderBenchOptions&, unsigned) {
@@ -318,9 +323,9 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
   }
   if (dataset.size() == 0) throw Error(ErrorKind::usage, dataset.source() + ": no samples to load");
   if (options.batch_size == 0 || options.image_size <= 0 || options.prefetch_depth == 0 ||
-      !(options.seconds_per_point > 0)) {
+      !(options.seconds_per_point > 0) || !(options.gpu_images_per_s > 0)) {
     throw Error(ErrorKind::usage,
-                "loader benchmark: batch, size, prefetch and seconds must be positive");
+                "loader benchmark: batch, size, prefetch, seconds and GPU rate must be positive");
   }
   const std::vector<int> cpus = sys::allowed_cpus();
   const unsigned cores = static_cast<unsigned>(std::max<std::size_t>(cpus.size(), 1));
@@ -374,11 +379,27 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
                   fixed(1e3 * static_cast<double>(options.batch_size) / options.gpu_images_per_s,
                         1) +
                   " ms");
-    wait = measure_data_wait(dataset, options, best->workers);
-    if (wait && wait->interrupted) {
-      outcome.interrupted = true;
-      wait.reset();
-      why_not = "interrupted";
+    // The configured prefetch depth first (the checklist's figure), then the depth sweep.
+    std::vector<std::size_t> depths = {options.prefetch_depth};
+    for (const std::size_t d : kPrefetchSweep)
+      if (d != options.prefetch_depth) depths.push_back(d);
+    for (const std::size_t depth : depths) {
+      LoaderBenchOptions o = options;
+      o.prefetch_depth = depth;
+      auto m = measure_data_wait(dataset, o, best->workers);
+      if (!m) break;  // no GPU
+      if (m->interrupted) {
+        outcome.interrupted = true;
+        why_not = "interrupted";
+        break;
+      }
+      sink.progress("  prefetch " + std::to_string(depth) + ": GPU waited " +
+                    fixed(m->wait_share_pct, 1) + " % of the time");
+      Result r = data_wait_result(m, "");
+      r.key = "loader.gpu.prefetch.d" + std::to_string(depth) + ".data_wait_share.pct";
+      r.label = "GPU waiting for data, prefetch depth " + std::to_string(depth);
+      if (depth == options.prefetch_depth) wait = m;
+      sink.add(std::move(r));
     }
   } else if (outcome.interrupted) {
     why_not = "interrupted";

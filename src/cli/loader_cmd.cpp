@@ -94,6 +94,10 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
                   "comma-separated worker counts (default: 1,2,4,... and the usable cores)");
   cmd->add_option("--prefetch", cli->bench.prefetch_depth, "batch slots in the ring")
       ->capture_default_str();
+  cmd->add_option("--gpu-rate", cli->bench.gpu_images_per_s,
+                  "images/s the stand-in GPU step consumes, for the data-wait share (default: a "
+                  "ResNet-50 step on an H200)")
+      ->capture_default_str();
   cmd->add_option("--seconds", cli->bench.seconds_per_point, "seconds per sweep point")
       ->capture_default_str();
   cmd->add_option("--seed", cli->bench.seed, "shuffle and augmentation seed")

@@ -211,6 +211,7 @@ SectionInfo section_info(const std::string& prefix) {
       {"loader.cpu", {"Loader, CPU path (read, JPEG decode, crop + flip)", Layout::benchmark}},
       {"loader.stage", {"Loader, time per image by stage (best point)", Layout::benchmark}},
       {"loader.data_wait_share", {"Loader feeding a GPU step", Layout::benchmark}},
+      {"loader.gpu", {"Loader feeding a GPU step, by prefetch depth", Layout::benchmark}},
       {"watch.gpu", {"GPU (NVML, sampled)", Layout::monitor}},
       {"watch.cpu", {"Host CPU (/proc/stat)", Layout::monitor}},
       {"watch.job", {"Job: the command and its child processes", Layout::monitor}},
