@@ -50,5 +50,10 @@ if command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null; then
   step "side by side with PyTorch"
   python3 "$ROOT/bench/probe_vs_torch.py" --gpubase "$OUTDIR/probe.json" \
     --out "$OUTDIR/bench-vs-torch.json" || status=1
+  step "loader side by side with the torch DataLoader (2,000 synthetic ImageNet-like JPEGs)"
+  synth=$(mktemp -d)/synth
+  "$GPUBASE" dataset synth --out "$synth" --images 2000 --classes 20 -q \
+    && python3 "$ROOT/bench/loader_vs_torch.py" --gpubase "$GPUBASE" --data "$synth" \
+         --workers "1,$(nproc)" --seconds 8 --out "$OUTDIR/loader-vs-torch.json" || status=1
 fi
 exit $status
