@@ -1,6 +1,7 @@
-// cli/app.cpp: subcommands probe, baseline, watch (cli/watch_cmd.cpp) and report. Each command
-// builds a Run through the suites, lets diagnose set verdicts and checklist rows, then hands it
-// to the printers.
+// cli/app.cpp: subcommands probe, baseline and report here; watch, dataset and loader in their
+// own files (cli/watch_cmd.cpp, cli/dataset_cmd.cpp, cli/loader_cmd.cpp). Each command builds a
+// Run through the suites, lets diagnose set verdicts and checklist rows, then hands it to the
+// printers.
 // Library code throws gb::Error; this file alone turns errors into exit codes.
 #include "cli/app.hpp"
 
