@@ -35,13 +35,6 @@ std::vector<sys::UtilSample> settled_samples(std::vector<sys::UtilSample> fresh,
   return fresh;
 }
 
-std::optional<double> mean_of(const std::vector<sys::UtilSample>& samples) {
-  if (samples.empty()) return std::nullopt;
-  double sum = 0;
-  for (const sys::UtilSample& s : samples) sum += s.value_pct;
-  return sum / static_cast<double>(samples.size());
-}
-
 std::optional<double> time_weighted_mean(const std::vector<sys::UtilSample>& samples,
                                          std::uint64_t previous_us) {
   if (samples.empty()) return std::nullopt;

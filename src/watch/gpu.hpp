@@ -57,8 +57,6 @@ class GpuReader {
 std::vector<sys::UtilSample> settled_samples(std::vector<sys::UtilSample> fresh,
                                              std::uint64_t& last_us);
 
-// Mean of the samples, or empty when there are none.
-std::optional<double> mean_of(const std::vector<sys::UtilSample>& samples);
 // Time-weighted mean: each sample stands for the time since the one before (the first for the
 // time since previous_us, when known): the driver does not take its samples at a fixed rate.
 std::optional<double> time_weighted_mean(const std::vector<sys::UtilSample>& samples,
