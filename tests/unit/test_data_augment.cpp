@@ -300,6 +300,37 @@ TEST(AugmentResize, HonoursTheSourceStrideAndAReusedWorkspace) {
   EXPECT_EQ(a, b);
 }
 
+// RGB rows go through the two-pixels-per-vector horizontal pass, grey rows through the scalar
+// one: both must give the same bytes, at even and odd output widths, flipped or not.
+TEST(AugmentResize, EachChannelOfAnRgbResizeIsTheGreyResizeOfThatChannel) {
+  const int w = 300, h = 200;
+  const std::vector<std::uint8_t> rgb = test_image(w, h, 3);
+  ResizeWorkspace ws;
+  const CropRect boxes[] = {CropBox{13, 7, 211, 150}, CropRect{0.5, 1.25, 290.5, 180.75},
+                            CropBox{100, 50, 40, 30}};
+  for (const CropRect& box : boxes) {
+    for (int ow : {224, 51, 11}) {
+      for (bool flip : {false, true}) {
+        const int oh = 37;
+        std::vector<std::uint8_t> out(static_cast<std::size_t>(ow) * oh * 3);
+        resize_crop_flip(rgb.data(), w, h, w * 3, 3, box, flip, ow, oh, out.data(),
+                         PixelLayout::chw, ws);
+        for (int c = 0; c < 3; ++c) {
+          std::vector<std::uint8_t> plane(static_cast<std::size_t>(w) * h);
+          for (std::size_t i = 0; i < plane.size(); ++i) plane[i] = rgb[i * 3 + c];
+          std::vector<std::uint8_t> grey(static_cast<std::size_t>(ow) * oh);
+          ResizeWorkspace grey_ws;
+          resize_crop_flip(plane.data(), w, h, w, 1, box, flip, ow, oh, grey.data(),
+                           PixelLayout::hwc, grey_ws);
+          ASSERT_TRUE(std::equal(grey.begin(), grey.end(), out.begin() + c * grey.size()))
+              << "box at " << box.x << "," << box.y << " out_w " << ow << " flip " << flip
+              << " channel " << c;
+        }
+      }
+    }
+  }
+}
+
 TEST(AugmentResize, RejectsABoxOutsideTheImage) {
   const std::vector<std::uint8_t> img = test_image(10, 10, 3);
   std::vector<std::uint8_t> out(8 * 8 * 3);
