@@ -7,6 +7,7 @@
 #include <map>
 
 #include "sys/text_parse.hpp"
+#include "watch/cpu_time.hpp"
 
 namespace gb::watch {
 
@@ -19,11 +20,6 @@ std::uint64_t latest_timestamp(const std::vector<sys::UtilSample>& samples, std:
   return since;
 }
 
-double thread_cpu_ms() {
-  timespec ts{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-}
 
 }  // namespace
 

@@ -1,28 +1,14 @@
 // watch/sampler.cpp: one interval from host, GPU and perf readers.
 #include "watch/sampler.hpp"
 
-#include <chrono>
-#include <ctime>
-#include <set>
 #include <unistd.h>
 
+#include <chrono>
+#include <set>
+
+#include "watch/cpu_time.hpp"
+
 namespace gb::watch {
-
-namespace {
-
-double thread_cpu_ms() {
-  timespec ts{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-}
-
-}  // namespace
-
-double self_cpu_seconds() {
-  timespec ts{};
-  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 Sampler::Sampler(SamplerConfig config, std::unique_ptr<GpuReader> gpu, PerfReader perf)
     : config_(std::move(config)),

@@ -56,7 +56,5 @@ class Sampler {
 // is not a capture.
 std::vector<WatchSample> replay_capture(const std::filesystem::path& dir, GpuReader* gpu = nullptr);
 
-// This process's CPU time (user + system, all threads) in seconds.
-double self_cpu_seconds();
 
 }  // namespace gb::watch
