@@ -2,6 +2,7 @@
 #include "watch/watch.hpp"
 
 #include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -265,7 +266,12 @@ WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
       begin_stop("--duration " + seconds_text(*o.duration_s) + " reached, sent SIGINT");
     }
     if (child && stop_at && t - *stop_at >= o.stop_grace_s) {
-      progress("the job did not exit: sending SIGTERM");
+      // The whole tree, not only the command: behind a launcher (`sh -c`, a script) the
+      // training process would otherwise outlive gpubase.
+      progress("the job did not exit: sending SIGTERM to its " +
+               std::to_string(sampler.job_tree().size()) + " processes");
+      for (const int pid : sampler.job_tree())
+        if (pid != child->pid()) ::kill(pid, SIGTERM);
       child->terminate(std::chrono::milliseconds(static_cast<long>(
           std::max(2.0, o.stop_grace_s / 2) * 1000)));
       ended = true;

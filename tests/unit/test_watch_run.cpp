@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -125,6 +126,27 @@ TEST_F(WatchRun, CancelGivesTheJobAGraceThenTerminatesAndStillReports) {
   EXPECT_TRUE(out.exit->signaled);
   EXPECT_NE(out.end_reason.find("interrupted"), std::string::npos);
   EXPECT_GE(*find(out, "watch.samples")->value, 2.0);
+}
+
+TEST_F(WatchRun, StoppingReachesTheJobBehindALauncher) {
+  // The shell ignores SIGINT and SIGTERM does not reach its child by itself: the sleep must
+  // still be gone when run_watch returns.
+  const fs::path marker = fs::temp_directory_path() / ("gb_tree_" + std::to_string(getpid()));
+  WatchOptions o = options({"/bin/sh", "-c", "trap '' INT; sleep 30 & echo $! > " +
+                                                  marker.string() + "; wait"});
+  o.duration_s = 0.5;
+  run_watch(o);
+  std::ifstream in(marker);
+  int pid = 0;
+  in >> pid;
+  ASSERT_GT(pid, 0);
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {  // the kernel may take a moment to reap it
+    gone = ::kill(pid, 0) != 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "pid " << pid << " outlived the watch";
+  fs::remove(marker);
 }
 
 TEST_F(WatchRun, AttachesToAPidAndStopsWhenItEnds) {
