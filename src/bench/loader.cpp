@@ -70,24 +70,11 @@ void add_bad(const data::LoaderStats& s, LoaderPoint& p) {
 // One sweep point; empty when Ctrl-C came before it was complete.
 std::optional<LoaderPoint> measure_point(const data::Dataset& dataset, const LoaderBenchOptions& o,
                                          unsigned workers) {
-  data::LoaderOptions lo;
-  lo.sampling.batch_size = o.batch_size;
-  lo.sampling.seed = o.seed;
-  lo.sample_bytes = static_cast<std::size_t>(o.image_size) * o.image_size * 3;
-  lo.workers = workers;
-  lo.prefetch_depth = o.prefetch_depth;
-  data::Loader loader(dataset, lo, jpeg_train_process(workers, o.image_size));
-
+  data::Loader loader(dataset, loader_options(o, workers),
+                      jpeg_train_process(workers, o.image_size));
   std::uint32_t epoch = 0;
   loader.start_epoch(epoch);
-  // The next batch, starting the next epoch when one ends; empty after Ctrl-C.
-  auto take = [&]() -> std::optional<data::Batch> {
-    for (;;) {
-      if (auto b = loader.next()) return b;
-      if (cancel_requested()) return std::nullopt;
-      loader.start_epoch(++epoch);
-    }
-  };
+  auto take = [&] { return next_batch(loader, epoch); };
 
   LoaderPoint p;
   p.workers = workers;
@@ -173,6 +160,24 @@ Result stage_result(const std::string& stage, double ms, const LoaderPoint& best
 }
 
 }  // namespace
+
+data::LoaderOptions loader_options(const LoaderBenchOptions& o, unsigned workers) {
+  data::LoaderOptions lo;
+  lo.sampling.batch_size = o.batch_size;
+  lo.sampling.seed = o.seed;
+  lo.sample_bytes = static_cast<std::size_t>(o.image_size) * o.image_size * 3;
+  lo.workers = workers;
+  lo.prefetch_depth = o.prefetch_depth;
+  return lo;
+}
+
+std::optional<data::Batch> next_batch(data::Loader& loader, std::uint32_t& epoch) {
+  for (;;) {
+    if (auto b = loader.next()) return b;
+    if (cancel_requested()) return std::nullopt;
+    loader.start_epoch(++epoch);
+  }
+}
 
 std::vector<unsigned> default_worker_sweep(unsigned cores) {
   std::vector<unsigned> sweep;

@@ -53,6 +53,12 @@ std::vector<unsigned> default_worker_sweep(unsigned cores);
 // "augment". A JPEG the decoder rejects is SampleResult::bad (the loader substitutes it).
 data::ProcessFn jpeg_train_process(unsigned workers, int image_size);
 
+// The Loader options of a benchmark run with `workers` worker threads.
+data::LoaderOptions loader_options(const LoaderBenchOptions& options, unsigned workers);
+
+// The next batch, starting the next epoch when one ends (epoch counts them); empty after Ctrl-C.
+std::optional<data::Batch> next_batch(data::Loader& loader, std::uint32_t& epoch);
+
 // One measured sweep point.
 struct LoaderPoint {
   unsigned workers = 0;

@@ -25,13 +25,8 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return std::nullopt;
 
-  data::LoaderOptions lo;
-  lo.sampling.batch_size = o.batch_size;
-  lo.sampling.seed = o.seed;
-  lo.sample_bytes = static_cast<std::size_t>(o.image_size) * o.image_size * 3;
-  lo.workers = workers;
-  lo.prefetch_depth = o.prefetch_depth;
-  data::Loader loader(dataset, lo, jpeg_train_process(workers, o.image_size),
+  data::Loader loader(dataset, loader_options(o, workers),
+                      jpeg_train_process(workers, o.image_size),
                       DeviceFeeder::pinned_slot_allocator());
   const data::Normalization norm = data::imagenet_normalization();
   DeviceFeeder feeder(gpu::NormalizeShape{static_cast<int>(o.batch_size), o.image_size,
@@ -43,13 +38,7 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
 
   std::uint32_t epoch = 0;
   loader.start_epoch(epoch);
-  auto take = [&]() -> std::optional<data::Batch> {
-    for (;;) {
-      if (auto b = loader.next()) return b;
-      if (cancel_requested()) return std::nullopt;
-      loader.start_epoch(++epoch);
-    }
-  };
+  auto take = [&] { return next_batch(loader, epoch); };
   struct Step {
     gpu::Event begin, end;
   };
