@@ -300,6 +300,7 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset&,
                                                      const LoaderBenchOptions&, unsigned) {
   return std::nullopt;  // a build without CUDA has no GPU half
 }
+std::optional<BatchCopyMeasurement> measure_batch_copy(std::size_t) { return std::nullopt; }
 #endif
 
 Result data_wait_result(const std::optional<DataWaitMeasurement>& m, const std::string& why_not) {
@@ -410,6 +411,20 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
     why_not = "interrupted";
   }
   sink.add(data_wait_result(wait, why_not));
+  if (wait) {
+    const std::size_t bytes =
+        options.batch_size * static_cast<std::size_t>(options.image_size) * options.image_size * 3;
+    if (const auto copy = measure_batch_copy(bytes)) {
+      for (const auto& [kind, gbps] : {std::pair<const char*, double>{"pinned", copy->pinned_gbps},
+                                       {"pageable", copy->pageable_gbps}}) {
+        Result r = Result::measured(std::string("loader.gpu.h2d.") + kind + ".gbps",
+                                    std::string("one batch host to GPU, ") + kind + " memory",
+                                    "GB/s", {gbps});
+        r.param("bytes", grouped(static_cast<double>(bytes)));
+        sink.add(std::move(r));
+      }
+    }
+  }
   return outcome;
 }
 

@@ -105,6 +105,15 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
                                                      unsigned workers);
 Result data_wait_result(const std::optional<DataWaitMeasurement>& m, const std::string& why_not);
 
+// One batch's host-to-device copy from pinned and from pageable memory (median of 5, GB/s):
+// why the loader's slots are pinned. Empty without a GPU.
+struct BatchCopyMeasurement {
+  std::size_t bytes = 0;
+  double pinned_gbps = 0;
+  double pageable_gbps = 0;
+};
+std::optional<BatchCopyMeasurement> measure_batch_copy(std::size_t bytes);
+
 // The results a sweep summarises to (per point, best, per core, knee, oversubscription,
 // stages, bad samples, the data-wait share not measured yet). Exposed for tests.
 std::vector<Result> loader_results(const std::vector<LoaderPoint>& points);

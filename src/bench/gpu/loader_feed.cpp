@@ -7,12 +7,15 @@
 // GPU is busy for the steps' own time (events around each step); the rest of the wall time is
 // time the GPU waited for data:  share = 1 - sum(step) / wall.
 #include <chrono>
+#include <cstring>
 #include <deque>
+#include <vector>
 
 #include "bench/gpu/loader_device.hpp"
 #include "bench/loader.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "data/normalize.hpp"
 #include "gpu/busy.hpp"
 #include "gpu/check.hpp"
@@ -95,6 +98,33 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
   m.wall_ms = wall_ms;
   m.wait_share_pct = std::max(0.0, 100.0 * (1.0 - busy_ms / wall_ms));
   m.images_per_s = 1e3 * static_cast<double>(m.images) / wall_ms;
+  return m;
+}
+
+std::optional<BatchCopyMeasurement> measure_batch_copy(std::size_t bytes) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || bytes == 0) return std::nullopt;
+  gpu::DeviceBuffer device(bytes);
+  gpu::PinnedBuffer pinned(bytes);
+  std::vector<std::uint8_t> pageable(bytes, 1);
+  std::memset(pinned.data(), 1, bytes);
+  const gpu::Stream s = gpu::Stream::create();
+  auto gbps = [&](const void* src) {
+    std::vector<double> rates;
+    for (int rep = 0; rep < 6; ++rep) {
+      const gpu::Event a = gpu::Event::create(), b = gpu::Event::create();
+      a.record(s.get());
+      GB_CHECK_CUDA(cudaMemcpyAsync(device.data(), src, bytes, cudaMemcpyHostToDevice, s.get()));
+      b.record(s.get());
+      b.synchronize();
+      if (rep > 0) rates.push_back(static_cast<double>(bytes) / (gpu::Event::elapsed_ms(a, b) * 1e6));
+    }
+    return quantile(rates, 0.5);  // the first copy is a warm-up
+  };
+  BatchCopyMeasurement m;
+  m.bytes = bytes;
+  m.pinned_gbps = gbps(pinned.data());
+  m.pageable_gbps = gbps(pageable.data());
   return m;
 }
 
