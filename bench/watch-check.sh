@@ -15,17 +15,18 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/out/watch-check}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
-GB=$ROOT/build/apps/gpubase/gpubase
+BUILD=${BUILD:-$ROOT/build}
+GB=$BUILD/apps/gpubase/gpubase
 cd "$ROOT"
 
 echo "== build"
 start=$(date +%s)
-bash scripts/build.sh build > "$WORK/build.log" 2>&1 || { tail -50 "$WORK/build.log"; exit 1; }
+bash scripts/build.sh "$BUILD" > "$WORK/build.log" 2>&1 || { tail -50 "$WORK/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 # ONLY=fed,starved runs just those jobs (no tests, Ctrl-C or overhead parts): a short re-check.
 ONLY=${ONLY:-}
 if [[ -z $ONLY ]]; then
-  ctest --test-dir build -LE gpu -j "$(nproc)" --output-on-failure > "$WORK/ctest.txt" 2>&1
+  ctest --test-dir "$BUILD" -LE gpu -j "$(nproc)" --output-on-failure > "$WORK/ctest.txt" 2>&1
   echo "cpu tests: $(grep -E 'tests passed|tests failed' "$WORK/ctest.txt")"
 fi
 wanted() { [[ -z $ONLY || ",$ONLY," == *",$1,"* ]]; }
