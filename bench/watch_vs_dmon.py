@@ -3,10 +3,15 @@
 
 usage: watch_vs_dmon.py NAME SERIES.jsonl DMON.txt [NAME SERIES.jsonl DMON.txt ...] --out F.json
 
-dmon must have been run as `nvidia-smi dmon -s u -d 1 -o DT` (date and time columns). Both
-series are cut to the time they overlap, less 5 s at each end (start-up and shutdown), then:
-  mean_diff : mean(gpubase) - mean(dmon) over that window (the figure judged: within 3 points)
-  mae       : mean |gpubase - dmon| over the samples paired by time (nearest dmon second, <= 1 s)
+dmon must have been run as `nvidia-smi dmon -s u -d 1 -o DT` (date and time columns). gpubase's
+series covers the job from launch to exit, and dmon runs from before the launch to after the exit,
+so the window is the whole span of gpubase's series: both the ramp up and the ramp down are in it.
+(An earlier version cut 5 s off each end of the overlap: with dmon outliving the job that kept the
+ramp up but dropped the ramp down, and a series lagging by a second lost ~3 points for it.)
+Each gpubase interval is paired with the dmon second nearest its end (<= 1 s), then:
+  mean_diff : mean of (gpubase - dmon) over the pairs (the figure judged: within 3 points)
+  mae       : mean |gpubase - dmon| over the pairs
+  lag_s / mae_at_lag : the shift of gpubase's series (-3..+3 s) with the smallest MAE, and that MAE
 """
 import datetime
 import json
@@ -42,33 +47,40 @@ def read_dmon(path):
     return rows
 
 
-def compare(series, dmon, now=None, trim=5.0):
-    lo = max(series[0][0], dmon[0][0]) + trim
-    hi = min(series[-1][0], dmon[-1][0]) - trim
-    s = [v for t, v in series if lo <= t <= hi]
-    d = [v for t, v in dmon if lo <= t <= hi]
-    pairs = []
-    for t, v in series:
-        if not lo <= t <= hi:
-            continue
-        near = min(dmon, key=lambda r: abs(r[0] - t))
-        if abs(near[0] - t) <= 1.0:
-            pairs.append((v, near[1]))
-    if not s or not d:
+def compare(series, dmon, now=None):
+    by_second = {round(t): v for t, v in dmon}
+
+    def pairs_at(rows, lag):
+        out = []
+        for t, v in rows:
+            k = round(t) + lag
+            if k in by_second:
+                out.append((v, by_second[k]))
+        return out
+
+    def mean(xs):
+        return sum(xs) / len(xs) if xs else None
+
+    pairs = pairs_at(series, 0)
+    if not pairs:
         return {"error": "no overlapping samples"}
-    ms, md = sum(s) / len(s), sum(d) / len(d)
-    n = [v for t, v in (now or []) if lo <= t <= hi]
+    diffs = [a - b for a, b in pairs]
+    lags = {lag: mean([abs(a - b) for a, b in pairs_at(series, lag)]) for lag in range(-3, 4)}
+    lag = min((l for l in lags if lags[l] is not None), key=lambda l: lags[l])
+    now_pairs = pairs_at(now or [], 0)
     return {
-        # the device's current figure read by gpubase at each interval (what dmon reads)
-        "gpubase_util_now_mean_pct": round(sum(n) / len(n), 2) if n else None,
-        "window_s": round(hi - lo, 1),
-        "gpubase_samples": len(s),
-        "dmon_samples": len(d),
-        "gpubase_mean_pct": round(ms, 2),
-        "dmon_mean_pct": round(md, 2),
-        "mean_diff_points": round(ms - md, 2),
-        "mae_points": round(sum(abs(a - b) for a, b in pairs) / len(pairs), 2) if pairs else None,
-        "within_3_points": abs(ms - md) <= 3.0,
+        "window_s": round(series[-1][0] - series[0][0], 1),
+        "pairs": len(pairs),
+        "gpubase_mean_pct": round(mean([a for a, _ in pairs]), 2),
+        "dmon_mean_pct": round(mean([b for _, b in pairs]), 2),
+        "mean_diff_points": round(mean(diffs), 2),
+        "mae_points": round(mean([abs(d) for d in diffs]), 2),
+        "lag_s": lag,
+        "mae_at_lag_points": round(lags[lag], 2),
+        # the device's current figure read by gpubase at each interval (the call dmon makes)
+        "util_now_mean_diff_points":
+            round(mean([a - b for a, b in now_pairs]), 2) if now_pairs else None,
+        "within_3_points": abs(mean(diffs)) <= 3.0,
     }
 
 

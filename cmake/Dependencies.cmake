@@ -24,6 +24,14 @@ endif()
 # libjpeg (libjpeg-turbo's libjpeg API, libjpeg62-turbo-dev): the loader's decode needs DCT
 # scaling with jpeg_crop_scanline/jpeg_skip_scanlines, which TurboJPEG 2.x does not expose.
 find_package(JPEG REQUIRED)
+# Debian's multiarch jconfig.h sits in include/<triplet>/. Inside an unpacked .deps/ folder that
+# directory is not on the compiler's path, so a host's own jconfig.h (Ubuntu: libjpeg 8) would be
+# picked up with the folder's libjpeg 6.2 -- "Wrong JPEG library version: library is 62, caller
+# expects 80" at run time. Put the folder's own beside its jpeglib.h.
+if(CMAKE_LIBRARY_ARCHITECTURE AND EXISTS "${JPEG_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}/jconfig.h")
+  set_property(TARGET JPEG::JPEG APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
+               "${JPEG_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}")
+endif()
 
 # zlib (optional): reads gzip-compressed IDX files (Fashion-MNIST ships as .gz). Without it the
 # IDX reader asks for the files to be gunzipped first.
