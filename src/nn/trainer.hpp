@@ -105,6 +105,11 @@ class Trainer {
   // The largest device memory the trainer itself allocated (weights, activations, workspaces).
   std::size_t device_bytes() const;
 
+  // The last step's parameter gradients in FP32, unscaled (FP16: divided by the loss scale),
+  // every parameter tensor one after another (synchronises; copies to the host). The amp study
+  // measures from them how many gradient values would underflow FP16.
+  std::vector<float> gradients();
+
   // FP16 loss-scaler statistics since construction (zeros in other precisions).
   struct ScalerStats {
     std::size_t steps = 0, skipped = 0;
