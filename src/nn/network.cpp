@@ -1,0 +1,183 @@
+// nn/network.cpp: see network.hpp.
+#include "nn/network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/error.hpp"
+#include "gpu/check.hpp"
+
+namespace gb::nn {
+namespace {
+
+constexpr std::size_t kArenaAlign = 256;
+
+std::size_t align_up(std::size_t v) { return (v + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw Error(ErrorKind::usage, what);
+}
+
+}  // namespace
+
+Network::Network(DType dtype, bool nhwc, int batch)
+    : dtype_(dtype), nhwc_(nhwc), batch_(batch), params_(dtype) {
+  require(batch >= 1, "batch must be at least 1, got " + std::to_string(batch));
+}
+
+Network::~Network() = default;
+
+Value* Network::new_value(std::string name, Shape shape) {
+  auto v = std::make_unique<Value>();
+  v->name = std::move(name);
+  v->shape = shape;
+  v->dtype = dtype_;
+  v->nhwc = nhwc_;
+  values_.push_back(std::move(v));
+  return values_.back().get();
+}
+
+Layer* Network::push(std::unique_ptr<Layer> layer, std::vector<Value*> inputs, Value* output) {
+  layer->inputs = std::move(inputs);
+  layer->accumulate.assign(layer->inputs.size(), false);
+  layer->output = output;
+  layers_.push_back(std::move(layer));
+  output_ = output;
+  return layers_.back().get();
+}
+
+Value* Network::input(int channels, int height, int width, bool needs_grad) {
+  require(input_ == nullptr, "a network has one input");
+  input_ = new_value("input", Shape{batch_, channels, height, width});
+  input_->needs_grad = needs_grad;
+  return input_;
+}
+
+Value* Network::conv(Value* x, const std::string& name, const ConvSpec& s) {
+  const Shape in = x->shape;
+  require(s.groups >= 1 && in.c % s.groups == 0 && s.out_channels % s.groups == 0,
+          name + ": channels " + std::to_string(in.c) + " -> " + std::to_string(s.out_channels) +
+              " not divisible by groups " + std::to_string(s.groups));
+  const int oh = window_out(in.h, s.kernel_h, s.stride_h, s.pad_h, s.dil_h);
+  const int ow = window_out(in.w, s.kernel_w, s.stride_w, s.pad_w, s.dil_w);
+  require(oh >= 1 && ow >= 1, name + ": input " + in.to_string() + " too small for the kernel");
+  const Shape wshape{s.out_channels, in.c / s.groups, s.kernel_h, s.kernel_w};
+  // torchvision: kaiming_normal_(mode="fan_out", nonlinearity="relu"): std = sqrt(2 / fan_out),
+  // fan_out = K * R * S (PyTorch's fan_out for a [K, C/g, R, S] weight).
+  const float fan_out = static_cast<float>(s.out_channels * s.kernel_h * s.kernel_w);
+  const int w = params_.add(name + ".weight", wshape, true, nhwc_,
+                            Init::normal(std::sqrt(2.f / fan_out)));
+  Value* y = new_value(name, Shape{in.n, s.out_channels, oh, ow});
+  push(make_conv(s, w), {x}, y);
+  return y;
+}
+
+Value* Network::batchnorm(Value* x, const std::string& name, Act act, Value* residual) {
+  if (residual) require(residual->shape == x->shape, name + ": residual shape mismatch");
+  const Shape vec{x->shape.c, 1, 1, 1};
+  const int g = params_.add(name + ".weight", vec, false, false, Init::constant(1.f));
+  const int b = params_.add(name + ".bias", vec, false, false, Init::constant(0.f));
+  Value* y = new_value(name, x->shape);
+  std::vector<Value*> in{x};
+  if (residual) in.push_back(residual);
+  push(make_batchnorm(g, b, act, residual != nullptr), in, y);
+  return y;
+}
+
+Value* Network::activation(Value* x, Act act) {
+  Value* y = new_value(x->name + (act == Act::relu6 ? ".relu6" : ".relu"), x->shape);
+  push(make_activation(act), {x}, y);
+  return y;
+}
+
+Value* Network::add(Value* a, Value* b, Act act) {
+  require(a->shape == b->shape, "add: shapes " + a->shape.to_string() + " and " +
+                                    b->shape.to_string() + " differ");
+  Value* y = new_value(a->name + ".add", a->shape);
+  push(make_add(act), {a, b}, y);
+  return y;
+}
+
+Value* Network::pool(Value* x, const PoolSpec& s) {
+  const int oh = window_out(x->shape.h, s.kernel_h, s.stride_h, s.pad_h);
+  const int ow = window_out(x->shape.w, s.kernel_w, s.stride_w, s.pad_w);
+  require(oh >= 1 && ow >= 1, "pool: input " + x->shape.to_string() + " too small");
+  Value* y = new_value(x->name + ".pool", Shape{x->shape.n, x->shape.c, oh, ow});
+  push(make_pool(s), {x}, y);
+  return y;
+}
+
+Value* Network::global_avgpool(Value* x) {
+  Value* y = new_value("avgpool", Shape{x->shape.n, x->shape.c, 1, 1});
+  push(make_global_avgpool(), {x}, y);
+  return y;
+}
+
+Value* Network::linear(Value* x, const std::string& name, int out_features, Init weight,
+                       Init bias) {
+  require(!nhwc_ || (x->shape.h == 1 && x->shape.w == 1),
+          name + ": NHWC input must be [N, C, 1, 1] (flattening order)");
+  const int in_features = static_cast<int>(x->shape.per_sample());
+  const int w = params_.add(name + ".weight", Shape{out_features, in_features, 1, 1}, true, false,
+                            weight);
+  const int b = params_.add(name + ".bias", Shape{out_features, 1, 1, 1}, true, false, bias);
+  Value* y = new_value(name, Shape{x->shape.n, out_features, 1, 1});
+  push(make_linear(w, b), {x}, y);
+  return y;
+}
+
+std::size_t Network::plan() {
+  require(input_ != nullptr && output_ != nullptr, "network has no input or output");
+  std::set<const Value*> written;
+  written.insert(output_);  // the loss writes the logits' gradient
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
+    Layer& l = **it;
+    for (std::size_t i = 0; i < l.inputs.size(); ++i) {
+      const Value* v = l.inputs[i];
+      if (!v->needs_grad) continue;
+      l.accumulate[i] = written.count(v) > 0;
+      written.insert(v);
+    }
+  }
+  std::size_t off = 0;
+  for (auto& v : values_) {
+    v->data_offset = off;
+    off += align_up(v->bytes());
+    if (v->needs_grad) {
+      v->grad_offset = off;
+      off += align_up(v->bytes());
+    }
+  }
+  arena_bytes_ = off;
+  params_.plan();
+  return arena_bytes_;
+}
+
+void Network::allocate() {
+  arena_ = gpu::DeviceBuffer(arena_bytes_);
+  GB_CHECK_CUDA(cudaMemset(arena_.data(), 0, arena_bytes_));
+  auto* base = arena_.as<unsigned char>();
+  for (auto& v : values_) {
+    v->data = base + v->data_offset;
+    v->grad = v->needs_grad ? base + v->grad_offset : nullptr;
+  }
+  params_.allocate();
+}
+
+std::size_t Network::setup(Context& ctx) {
+  ctx.params = &params_;
+  std::size_t ws = 0;
+  for (auto& l : layers_) ws = std::max(ws, l->setup(ctx));
+  return ws;
+}
+
+void Network::forward(Context& ctx, bool training) {
+  for (auto& l : layers_) l->forward(ctx, training);
+}
+
+void Network::backward(Context& ctx) {
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) (*it)->backward(ctx);
+}
+
+}  // namespace gb::nn
