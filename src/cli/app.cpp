@@ -1,7 +1,7 @@
-// cli/app.cpp: subcommands probe, baseline and report here; watch, dataset and loader in their
-// own files (cli/watch_cmd.cpp, cli/dataset_cmd.cpp, cli/loader_cmd.cpp). Each command builds a
-// Run through the suites, lets diagnose set verdicts and checklist rows, then hands it to the
-// printers.
+// cli/app.cpp: subcommands probe, baseline and report here; watch, dataset, loader and train in
+// their own files (cli/watch_cmd.cpp, cli/dataset_cmd.cpp, cli/loader_cmd.cpp,
+// cli/train_cmd.cpp). Each command builds a Run through the suites, lets diagnose set verdicts
+// and checklist rows, then hands it to the printers.
 // Library code throws gb::Error; this file alone turns errors into exit codes.
 #include "cli/app.hpp"
 
@@ -12,11 +12,13 @@
 #include <sstream>
 
 #include "bench/probe.hpp"
+#include "bench/train.hpp"
 #include "cli/dataset_cmd.hpp"
 #include "cli/help.hpp"
 #include "cli/loader_cmd.hpp"
 #include "cli/output.hpp"
 #include "cli/signals.hpp"
+#include "cli/train_cmd.hpp"
 #include "cli/watch_cmd.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -47,7 +49,23 @@ struct SuiteRun {
   bool interrupted = false;
 };
 
-SuiteRun run_probe_into(const std::string& command, const ProbeCli& opts) {
+// baseline's training figure: ResNet-50 BF16 at batch 256, a few seconds once the model is
+// built (`gpubase train` measures every model and precision). Without a GPU or the engine it
+// is a skipped result with the reason, like the probe's sections.
+bench::TrainBenchOptions baseline_train_options(const ProbeCli& opts) {
+  bench::TrainBenchOptions t;
+  t.models = {"resnet50"};
+  t.precisions = {"bf16"};
+  t.batch = 256;
+  t.warmup = opts.probe.quick ? 5 : 10;
+  t.steps = opts.probe.quick ? 10 : 30;
+  t.device = opts.probe.device;
+  t.report_environment = false;  // the probe reported them
+  return t;
+}
+
+SuiteRun run_probe_into(const std::string& command, const ProbeCli& opts,
+                        bool with_train = false) {
   SuiteRun s;
   s.run.tool_version = GPUBASE_VERSION;
   s.run.command = command;
@@ -56,6 +74,11 @@ SuiteRun run_probe_into(const std::string& command, const ProbeCli& opts) {
   bench::ResultSink sink([&](const std::string& line) { progress_line(opts.out, line); });
   try {
     s.outcome = bench::run_probe(opts.probe, sink);
+    if (with_train) {
+      sink.progress("baseline: training throughput, ResNet-50 BF16 batch 256");
+      if (bench::run_train_bench(baseline_train_options(opts), sink).interrupted)
+        throw Error(ErrorKind::interrupted, "interrupted");
+    }
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::interrupted) throw;
     s.interrupted = true;
@@ -135,6 +158,9 @@ int dispatch(int argc, char** argv) {
   CLI::App* loader = nullptr;
   const auto loader_opts = add_loader_command(app, loader);
 
+  CLI::App* train = nullptr;
+  const auto train_opts = add_train_command(app, train);
+
   OutputOptions report_out;
   std::string report_file;
   auto* report = app.add_subcommand("report", "render a saved run (terminal, Markdown or JSON)");
@@ -156,13 +182,16 @@ int dispatch(int argc, char** argv) {
   }
   if (*baseline) {
     baseline_opts.save = !no_save;
-    progress_line(baseline_opts.out, "baseline: probe (the suites watch, loader, train and amp "
-                                     "fill their checklist rows once they run)");
-    return finish(run_probe_into("baseline", baseline_opts), baseline_opts);
+    progress_line(baseline_opts.out,
+                  "baseline: probe, then a short training run (ResNet-50 BF16; `gpubase train` "
+                  "for every model and precision); watch, loader and amp fill their checklist "
+                  "rows once they run");
+    return finish(run_probe_into("baseline", baseline_opts, /*with_train=*/true), baseline_opts);
   }
   if (*watch) return run_watch_command(*watch_opts);
   if (*dataset) return run_dataset_command(*dataset_opts);
   if (*loader) return run_loader_command(*loader_opts);
+  if (*train) return run_train_command(*train_opts);
   if (*report) {
     Run run = load_run(report_file);
     emit_run(run, report_out);

@@ -55,11 +55,12 @@ Verdicts: pass >= 90 % of the achievable reference, warn >= 75 %, fail below
 }
 
 std::string baseline_help() {
-  return R"(baseline runs every suite that exists on built-in defaults (today: probe), prints the
-checklist (card speed, GPU utilization > 95 %, CPU per core < 80 %, data loading < 10 % of step
-time, AMP accuracy loss < 1 %) with measured values, verdicts, evidence and advice, and saves the
-run as JSON under $GPUBASE_HOME (default ~/.local/share/gpubase/runs). Rows whose suite has not
-run say which command measures them.)";
+  return R"(baseline runs the probe and a short training run (ResNet-50 BF16, batch 256: 10 warm-up
++ 30 timed steps, 5 + 10 with --quick; `gpubase train` measures every model and precision),
+prints the checklist (card speed, GPU utilization > 95 %, CPU per core < 80 %, data loading
+< 10 % of step time, AMP accuracy loss < 1 %) with measured values, verdicts, evidence and
+advice, and saves the run as JSON under $GPUBASE_HOME (default ~/.local/share/gpubase/runs).
+Rows whose suite has not run say which command measures them.)";
 }
 
 std::string watch_help() {
@@ -109,6 +110,8 @@ std::string loader_help() {
                                         synthetic set (made once under the data folder)
   gpubase loader --data /data/imagenet/train --workers 8,16 --seconds 10
   gpubase loader --batch 128 --prefetch 2 --json -o loader.json
+  gpubase loader --decode gpu --seconds 5   nvJPEG decode (hardware JPEG engines where the card
+                                        has them) + one resize-crop-normalize kernel
 
 Each sweep point runs one warm-up batch, then whole batches for --seconds: JPEG decode of the
 crop region, RandomResizedCrop(--size) + flip into a batch slot (uint8 HWC), as a training
@@ -116,10 +119,31 @@ input pipeline does. Reported per point (loader.cpu.w<N>.images_per_s): images/s
 the per-batch rates), images/s per busy core, read / decode / augment ms per image, worker
 idle share, CPU busy per core and context switches/s. Then the best point, the per-core rate
 (target: 800 images/s per core), the knee (fewest workers within 3 % of the best), a note when
-more workers got slower, and bad samples (substituted and counted). The GPU half (pinned
-slots, H2D, the data-wait share of a GPU step) is not wired yet and shows as skipped.
+more workers got slower, and bad samples (substituted and counted). On a GPU: the data-wait
+share of a GPU step fed through pinned slots. --decode gpu|both: the GPU decode path end to end
+(loader.gpu_decode.*, docs/loader.md); skipped, with the reason, without libnvjpeg.
 IDX (raw pixel) datasets are refused: the benchmark needs JPEG samples. Keys:
 docs/results.md "loader.*". Ctrl-C stops the sweep and reports the points measured (exit 130).)";
+}
+
+std::string train_help() {
+  return R"(Examples:
+  gpubase train                             ResNet-50, batch 256, FP32, TF32, FP16 and BF16
+  gpubase train --model resnet50,mobilenet_v2 --precision fp16,bf16 --graph
+  gpubase train --model small_resnet --batch 256 --steps 200 --json -o train.json
+
+Each configuration (model x precision) builds the model on cuDNN + cuBLASLt (SGD, momentum
+0.9, weight decay 1e-4, FP32 master weights; FP16 with dynamic loss scaling; FP16/BF16 in
+NHWC), makes one synthetic batch on the GPU, runs --warmup steps (with --graph the step is
+captured there), then --steps timed steps with a CUDA event between consecutive steps and no
+host synchronisation until the last. Reported per configuration (train.<model>.<precision>.
+b<batch>.*): images/s from the median step, step time (median, min, max), device memory, the
+parameter count, the first and final loss (a NaN or infinite loss fails the configuration),
+the FP16 loss scale and skipped updates, the clocks and power seen while it ran, and on an H200
+the ratio to PyTorch's figure for the same model, precision and batch. Out of memory at a batch
+fails that configuration with the memory needed and a batch that fits; the others still run.
+Ctrl-C stops between steps and reports what was measured (exit 130). Keys: docs/results.md
+"train.*"; details: docs/train.md.)";
 }
 
 }  // namespace gb::cli

@@ -11,5 +11,6 @@ std::string exit_codes_help();
 std::string watch_help();
 std::string dataset_help();
 std::string loader_help();
+std::string train_help();
 
 }  // namespace gb::cli

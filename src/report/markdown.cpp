@@ -97,6 +97,29 @@ std::string render_markdown(const Run& run) {
       }
       continue;
     }
+    if (s.layout == Layout::training) {
+      // One row per configuration; the notes carry the loss, parameters, input layout and
+      // the reason for a skipped or failed configuration.
+      line("| model | precision | batch | graph | images/s | step ms (median, min-max) | ± CV | "
+           "memory | vs PyTorch | status | notes | telemetry |");
+      line("|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---|");
+      for (const TrainingRow& row : training_rows(s)) {
+        const Result& main = *row.main;
+        const bool ran = main.status != Status::skipped;
+        std::string n = notes(main);
+        if (const std::string t = training_notes(row); !t.empty())
+          n += (n.empty() ? "" : "<br>") + t;
+        line(fmt::format(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", cell(row.model),
+            row.precision, row.batch, row.graph ? "yes" : "no",
+            row.images && row.images->value ? format_number(*row.images->value) : "-",
+            step_text(row, true), row.step ? cv_text(*row.step) : "",
+            row.memory && row.memory->value ? format_number(*row.memory->value) + " GiB" : "",
+            torch_ratio_text(row), status_word(main.status), cell(n),
+            ran ? cell(telemetry_text(main.telemetry)) : ""));
+      }
+      continue;
+    }
     line("| test | value | ± CV | datasheet | achievable | status | notes | telemetry |");
     line("|---|---:|---:|---:|---:|---|---|---|");
     for (const Result* r : s.results) {

@@ -8,6 +8,8 @@
 //                        skipped: reason / FAIL: evidence / advice: what to do
 //   <watch section>  figure | value | what it belongs to (process, core, disk) or status
 //                        skipped: reason (once for consecutive figures skipped alike)
+//   Training         model | prec | batch | images/s | step ms (min-max) | ± CV | memory |
+//                    vs torch | status, one row per configuration (reasons once, as above)
 //   Baseline checklist   check (target) | measured | verdict | evidence, -> advice
 //   Diagnosis            verdict | title, evidence, -> advice      (when the run has findings)
 //   Overall: FAIL (counts)
@@ -135,6 +137,10 @@ class TerminalWriter {
       monitor_section(s);
       return;
     }
+    if (s.layout == Layout::training) {
+      training_section(s);
+      return;
+    }
     heading(s.title);
     const Columns& c = columns();
     const std::size_t lw = label_width();
@@ -204,6 +210,55 @@ class TerminalWriter {
       const bool same_as_next = next && next->status == r.status && next->reason == r.reason;
       explain(r, same_as_next);
       if (opt_.verbose && r.telemetry) detail("telemetry: ", telemetry_text(r.telemetry));
+    }
+  }
+
+  // Training: one row per configuration (model x precision x batch). Below ~100 columns the
+  // step column shows the median alone and the CV column goes. "vs torch" is images/s against
+  // PyTorch's figure for the same configuration on the same card model, when known.
+  void training_section(const Section& s) {
+    const std::vector<TrainingRow> rows = training_rows(s);
+    const bool graph = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.graph; });
+    heading(graph ? s.title + ", CUDA graph" : s.title);
+    std::size_t model_w = 5;
+    for (const TrainingRow& r : rows) model_w = std::max(model_w, display_width(r.model));
+    constexpr std::size_t kPrecW = 4, kBatchW = 5, kImagesW = 9, kCvW = 6, kMemW = 9, kTorchW = 8;
+    const std::size_t wide = 2 + model_w + 2 + kPrecW + 2 + kBatchW + 2 + kImagesW + 2 + 18 + 2 +
+                             kCvW + 2 + kMemW + 2 + kTorchW + 2 + kStatusW;
+    const bool full = width_ >= wide;
+    const std::size_t step_w = full ? 18 : 8;
+    auto row_text = [&](std::string_view model, std::string_view prec, std::string_view batch,
+                        std::string_view images, std::string_view step, std::string_view cv,
+                        std::string_view memory, std::string_view torch) {
+      std::string t = fmt::format("  {}  {}  {}  {}  {}", pad_right(model, model_w),
+                                  pad_right(prec, kPrecW), pad_left(batch, kBatchW),
+                                  pad_left(images, kImagesW), pad_right(step, step_w));
+      if (full) t += "  " + pad_left(cv, kCvW);
+      return t + fmt::format("  {}  {}  ", pad_left(memory, kMemW), pad_left(torch, kTorchW));
+    };
+    line(row_text("model", "prec", "batch", "images/s", full ? "step ms (min-max)" : "step ms",
+                  "± CV", "memory", "vs torch") +
+         "status");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const TrainingRow& row = rows[i];
+      const Result& main = *row.main;
+      const std::string images =
+          row.images && row.images->value ? format_number(*row.images->value) : "-";
+      const std::string memory = row.memory && row.memory->value
+                                     ? format_number(*row.memory->value) + " GiB"
+                                     : "";
+      line(row_text(row.model, row.precision, row.batch, images, step_text(row, full),
+                    row.step ? cv_text(*row.step) : "", memory, torch_ratio_text(row)) +
+           paint(status_word(main.status), status_color(main.status)));
+      const Result* next = i + 1 < rows.size() ? rows[i + 1].main : nullptr;
+      explain(main, next && next->status == main.status && next->reason == main.reason &&
+                        main.status == Status::skipped);
+      if (opt_.verbose && main.status != Status::skipped) {
+        if (const std::string notes = training_notes(row); !notes.empty()) detail("", notes);
+        detail("telemetry: ", telemetry_text(main.telemetry));
+        for (const Reference& ref : main.references)
+          detail(ref.kind + ": ", format_number(ref.value) + " " + main.unit + " - " + ref.source);
+      }
     }
   }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -186,6 +187,7 @@ constexpr SectionAlias kAliases[] = {
 };
 
 std::string section_prefix(const std::string& key) {
+  if (key.starts_with("train.")) return "train";
   const auto first = key.find('.');
   if (first == std::string::npos) return key;
   const auto second = key.find('.', first + 1);
@@ -219,6 +221,7 @@ SectionInfo section_info(const std::string& prefix) {
       {"watch.disk", {"Disk (/proc/diskstats, like iostat -x)", Layout::monitor}},
       {"watch.perf", {"perf_event counters (the job)", Layout::monitor}},
       {"watch.self", {"gpubase itself", Layout::monitor}},
+      {"train", {"Training throughput (synthetic batch on the GPU)", Layout::training}},
   };
   const auto it = kSections.find(prefix);
   if (it != kSections.end()) return it->second;
@@ -242,6 +245,73 @@ std::vector<Section> group_sections(const Run& run) {
     it->results.push_back(&r);
   }
   return sections;
+}
+
+std::vector<TrainingRow> training_rows(const Section& s) {
+  std::vector<TrainingRow> rows;
+  std::vector<std::string> prefixes;  // the configuration part of the key, per row
+  for (const Result* r : s.results) {
+    const auto dot = r->key.rfind('.');
+    const std::string prefix = dot == std::string::npos ? r->key : r->key.substr(0, dot);
+    const std::string figure = dot == std::string::npos ? "" : r->key.substr(dot + 1);
+    auto it = std::find(prefixes.begin(), prefixes.end(), prefix);
+    if (it == prefixes.end()) {
+      prefixes.push_back(prefix);
+      TrainingRow row;
+      row.model = r->find_param("model").value_or(prefix);
+      std::string precision = r->find_param("precision").value_or("");
+      for (char& c : precision) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      row.precision = precision;
+      row.batch = r->find_param("batch").value_or("");
+      row.graph = r->find_param("graph").value_or("no") == "yes";
+      row.main = r;
+      rows.push_back(std::move(row));
+      it = prefixes.end() - 1;
+    }
+    TrainingRow& row = rows[static_cast<std::size_t>(it - prefixes.begin())];
+    if (figure == "images_per_s") {
+      row.images = r;
+      row.main = r;
+    } else if (figure == "step_ms") {
+      row.step = r;
+    } else if (figure == "memory_gib") {
+      row.memory = r;
+    }
+  }
+  return rows;
+}
+
+std::string step_text(const TrainingRow& row, bool range) {
+  if (!row.step || !row.step->value) return "-";
+  const std::string median = format_number(*row.step->value);
+  if (!range || row.step->stats.n < 2) return median;
+  return fmt::format("{} ({}-{})", median, format_number(row.step->stats.min),
+                     format_number(row.step->stats.max));
+}
+
+std::string torch_ratio_text(const TrainingRow& row) {
+  return row.images ? ratio_text(*row.images, "pytorch") : "";
+}
+
+std::string training_notes(const TrainingRow& row) {
+  if (!row.images) return "";
+  const Result& r = *row.images;
+  std::vector<std::string> parts;
+  const auto first = r.find_param("first_loss");
+  const auto last = r.find_param("final_loss");
+  if (first && last)
+    parts.push_back("loss " + *first + " -> " + *last);
+  else if (last)
+    parts.push_back("loss " + *last);
+  if (const auto p = r.find_param("parameters")) parts.push_back(*p + " parameters");
+  if (const auto p = r.find_param("input")) parts.push_back("input " + *p);
+  if (const auto p = r.find_param("loss_scale"))
+    parts.push_back("loss scale " + *p + " (" + r.find_param("skipped_steps").value_or("0") +
+                    " steps skipped)");
+  if (const auto p = r.find_param("steps")) parts.push_back(*p + " timed steps");
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
 }
 
 std::string subject_text(const Result& r) {

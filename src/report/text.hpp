@@ -38,8 +38,9 @@ std::string status_counts(const Run& run);
 
 // How a section's results print. benchmark: figures judged against datasheet and achievable
 // references (value, CV, ratios, status). monitor: figures seen while watching a job, with no
-// reference to compare (value and what it belongs to: a process, a core, a disk).
-enum class Layout { benchmark, monitor };
+// reference to compare (value and what it belongs to: a process, a core, a disk). training:
+// `gpubase train` figures, one row per configuration (see TrainingRow).
+enum class Layout { benchmark, monitor, training };
 
 struct Section {
   std::string prefix;  // "probe.gemm"
@@ -49,8 +50,32 @@ struct Section {
 };
 // Results grouped by the first two key segments, sections in order of first appearance. A few
 // watch keys join a neighbour: watch.host.* goes with watch.cpu.*, and watch.sampler.*,
-// watch.interval.*, watch.samples make one "gpubase itself" section.
+// watch.interval.*, watch.samples make one "gpubase itself" section. All train.* results make
+// one "train" section (Layout::training).
 std::vector<Section> group_sections(const Run& run);
+
+// One configuration of a training section: the results train.<model>.<precision>.b<batch>.*
+// (images_per_s, step_ms, memory_gib; any may be missing), model/precision/batch/graph from
+// their params. `main` is images_per_s when present (status, reason, telemetry, references),
+// else the configuration's first result. Rows in order of first appearance.
+struct TrainingRow {
+  std::string model;      // "resnet50"
+  std::string precision;  // "BF16"
+  std::string batch;      // "256"
+  bool graph = false;
+  const Result* main = nullptr;
+  const Result* images = nullptr;
+  const Result* step = nullptr;
+  const Result* memory = nullptr;
+};
+std::vector<TrainingRow> training_rows(const Section& s);
+// Step time: "44.1 (43.9-45.2)" median (min-max) with range, "44.1" without; "-" when missing.
+std::string step_text(const TrainingRow& row, bool range);
+// "101 %": images/s against PyTorch's figure (reference kind "pytorch"); empty without one.
+std::string torch_ratio_text(const TrainingRow& row);
+// "loss 6.93 -> 6.91, 25,557,032 parameters, input NHWC bf16, loss scale 65536 (0 skipped)":
+// what a training row's params say, for verbose output and notes.
+std::string training_notes(const TrainingRow& row);
 // What a watch figure belongs to, from its params: "pt_data_worker, pid 4711", "nvme0n1",
 // "cpu3 (busiest in 290 of 300 intervals)", "pids 5012,5013". Empty when none is set.
 std::string subject_text(const Result& r);

@@ -1,0 +1,406 @@
+// bench/train.cpp: see train.hpp. Validation, keys, the PyTorch figures, the summary of a
+// measurement into Results and the orchestration; the measuring is bench/gpu/train_run.cpp.
+#include "bench/train.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "core/cancel.hpp"
+#include "core/error.hpp"
+#include "core/stats.hpp"
+#include "sys/cpu_info.hpp"
+
+namespace gb::bench {
+
+namespace {
+
+constexpr int kMaxBatch = 65536;
+constexpr int kMaxSteps = 100000;
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// "25,557,032"
+std::string grouped(double v) {
+  std::string digits = std::to_string(static_cast<long long>(std::llround(std::fabs(v))));
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+  return v < 0 ? "-" + digits : digits;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+double gib(std::size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+
+// " BF16" -> "bf16": names are matched without case and surrounding blanks.
+std::string normalized(std::string name) {
+  const auto blank = [](unsigned char ch) { return std::isspace(ch) != 0; };
+  while (!name.empty() && blank(static_cast<unsigned char>(name.back()))) name.pop_back();
+  std::size_t lead = 0;
+  while (lead < name.size() && blank(static_cast<unsigned char>(name[lead]))) ++lead;
+  name.erase(0, lead);
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return name;
+}
+
+// The names asked for, in canonical order, each once; throws for a name not in `valid`.
+std::vector<std::string> select(std::vector<std::string> asked,
+                                const std::vector<std::string>& valid, const char* what,
+                                const char* option) {
+  for (std::string& a : asked) a = normalized(std::move(a));
+  for (const std::string& a : asked)
+    if (std::find(valid.begin(), valid.end(), a) == valid.end())
+      throw Error(ErrorKind::usage, std::string("unknown ") + what + " '" + a + "' (" + option +
+                                        ": " + join(valid) + ")");
+  std::vector<std::string> out;
+  for (const std::string& v : valid)
+    if (std::find(asked.begin(), asked.end(), v) != asked.end()) out.push_back(v);
+  return out;
+}
+
+std::string config_label(const TrainConfig& c) {
+  return train_model_title(c.model) + " " + train_precision_title(c.precision) + ", batch " +
+         std::to_string(c.batch) + (c.cuda_graph ? ", CUDA graph" : "");
+}
+
+Result& config_params(Result& r, const TrainConfig& c) {
+  return r.param("model", c.model)
+      .param("precision", c.precision)
+      .param("batch", std::to_string(c.batch))
+      .param("graph", c.cuda_graph ? "yes" : "no");
+}
+
+Result failed_result(const TrainMeasurement& m, const std::string& reason) {
+  Result r = Result::skipped(train_key(m.config, "images_per_s"),
+                             "training " + config_label(m.config), "images/s", "");
+  r.status = Status::fail;
+  r.reason = reason;
+  config_params(r, m.config);
+  r.samples.clear();
+  for (const double ms : m.step_ms)
+    if (ms > 0) r.samples.push_back(m.config.batch * 1e3 / ms);
+  r.telemetry = m.telemetry;
+  return r;
+}
+
+// Out of memory and other engine errors name their own remedy; a non-finite loss gets one here.
+std::string non_finite_loss_reason(const TrainMeasurement& m, float loss) {
+  std::string why = "the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+                    " after " + std::to_string(m.warmup) + " warm-up and " +
+                    std::to_string(m.step_ms.size()) + " timed steps: a diverged or broken step "
+                    "is not a training speed";
+  if (m.first_loss) why += " (first loss " + fixed(*m.first_loss, 3) + ")";
+  return why;
+}
+
+}  // namespace
+
+const std::vector<std::string>& train_models() {
+  static const std::vector<std::string> models{"resnet50", "mobilenet_v2", "small_resnet"};
+  return models;
+}
+
+const std::vector<std::string>& train_precisions() {
+  static const std::vector<std::string> precisions{"fp32", "tf32", "fp16", "bf16"};
+  return precisions;
+}
+
+std::vector<TrainConfig> train_configs(const TrainBenchOptions& o) {
+  const std::vector<std::string> models =
+      select(o.models.empty() ? std::vector<std::string>{"resnet50"} : o.models, train_models(),
+             "model", "--model");
+  const std::vector<std::string> precisions =
+      select(o.precisions.empty() ? train_precisions() : o.precisions, train_precisions(),
+             "precision", "--precision");
+  if (o.batch < 1 || o.batch > kMaxBatch)
+    throw Error(ErrorKind::usage, "--batch " + std::to_string(o.batch) + ": give 1 .. " +
+                                      std::to_string(kMaxBatch) + " images per step");
+  if (o.steps < 1 || o.steps > kMaxSteps)
+    throw Error(ErrorKind::usage, "--steps " + std::to_string(o.steps) + ": give 1 .. " +
+                                      std::to_string(kMaxSteps) + " timed steps");
+  if (o.warmup < 0 || o.warmup > kMaxSteps)
+    throw Error(ErrorKind::usage, "--warmup " + std::to_string(o.warmup) + ": give 0 .. " +
+                                      std::to_string(kMaxSteps) + " warm-up steps");
+  if (o.cuda_graph && o.warmup < kTrainMinGraphWarmup)
+    throw Error(ErrorKind::usage, "--graph captures the step during the warm-up: give --warmup " +
+                                      std::to_string(kTrainMinGraphWarmup) +
+                                      " or more so the capture is never timed");
+  std::vector<TrainConfig> configs;
+  for (const std::string& m : models)
+    for (const std::string& p : precisions) configs.push_back({m, p, o.batch, o.cuda_graph});
+  return configs;
+}
+
+std::string train_key(const TrainConfig& c, std::string_view figure) {
+  return "train." + c.model + "." + c.precision + ".b" + std::to_string(c.batch) + "." +
+         std::string(figure);
+}
+
+std::string train_model_title(std::string_view model) {
+  if (model == "resnet50") return "ResNet-50";
+  if (model == "mobilenet_v2") return "MobileNetV2";
+  if (model == "small_resnet") return "small ResNet (28x28)";
+  return std::string(model);
+}
+
+std::string train_precision_title(std::string_view precision) {
+  std::string out(precision);
+  for (char& ch : out) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+namespace {
+
+struct TorchRow {
+  const char* model;
+  const char* precision;
+  int batch;
+  double images_per_s;
+  const char* note;
+};
+
+// DESIGN.md "Figures to beat", measured on one H200 with PyTorch 2.11, CUDA 13.0, cuDNN 9.19.
+constexpr TorchRow kTorchEager[] = {
+    {"resnet50", "fp32", 256, 1065, ""},
+    {"resnet50", "tf32", 256, 2221, ""},
+    {"resnet50", "fp16", 256, 5823, ", AMP, channels_last"},
+    {"resnet50", "bf16", 256, 4727, ", AMP, channels_last"},
+    {"mobilenet_v2", "fp32", 256, 2202, ""},
+    {"mobilenet_v2", "fp16", 256, 8985, ", AMP, channels_last"},
+    {"mobilenet_v2", "fp32", 64, 2052, ""},
+    {"mobilenet_v2", "fp16", 64, 2687, ", AMP"},
+    {"small_resnet", "fp32", 256, 84000, ", Fashion-MNIST"},
+    {"small_resnet", "bf16", 256, 67000, ", autocast, Fashion-MNIST"},
+    {"small_resnet", "fp16", 256, 65500, ", autocast, Fashion-MNIST; 62-69k measured, midpoint"},
+};
+constexpr TorchRow kTorchCompile[] = {
+    {"resnet50", "fp16", 256, 6826, ", AMP, channels_last"},
+    {"resnet50", "bf16", 256, 6815, ", AMP, channels_last"},
+};
+
+template <std::size_t N>
+std::optional<TorchFigure> find_torch(const TorchRow (&rows)[N], const std::string& device,
+                                      const TrainConfig& c, const char* how) {
+  if (device.find("H200") == std::string::npos) return std::nullopt;
+  for (const TorchRow& row : rows)
+    if (c.model == row.model && c.precision == row.precision && c.batch == row.batch)
+      return TorchFigure{row.images_per_s,
+                         std::string("PyTorch 2.11 ") + how + " on an H200, torchvision " +
+                             train_model_title(c.model) + " batch " + std::to_string(row.batch) +
+                             row.note + " (DESIGN.md; bench/train_vs_torch.py measures it "
+                                        "in the same run)"};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<TorchFigure> torch_eager_figure(const std::string& device_name,
+                                              const TrainConfig& c) {
+  return find_torch(kTorchEager, device_name, c, "eager");
+}
+
+std::optional<TorchFigure> torch_compile_figure(const std::string& device_name,
+                                                const TrainConfig& c) {
+  return find_torch(kTorchCompile, device_name, c, "torch.compile");
+}
+
+std::vector<Result> train_results(const TrainMeasurement& m) {
+  const TrainConfig& c = m.config;
+  if (!m.error.empty()) return {failed_result(m, m.error)};
+  if (m.final_loss && !std::isfinite(*m.final_loss))
+    return {failed_result(m, non_finite_loss_reason(m, *m.final_loss))};
+  if (m.interrupted && m.step_ms.empty())
+    return train_skipped_results({c}, "interrupted (Ctrl-C) before a timed step completed");
+  if (m.step_ms.empty() || !m.final_loss) return {failed_result(m, "no timed step completed")};
+
+  const std::string label = config_label(c);
+  std::vector<double> rates;
+  for (const double ms : m.step_ms) rates.push_back(ms > 0 ? c.batch * 1e3 / ms : 0);
+  const double median_ms = quantile(m.step_ms, 0.5);
+  Result ips = Result::measured(train_key(c, "images_per_s"), "training " + label, "images/s",
+                                std::move(rates));
+  // images/s from the median step, so images/s and step_ms agree exactly.
+  if (median_ms > 0) ips.value = c.batch * 1e3 / median_ms;
+  config_params(ips, c);
+  ips.param("steps", std::to_string(m.step_ms.size()) +
+                         (m.interrupted ? " of " + std::to_string(m.steps_asked) +
+                                              " (interrupted)"
+                                        : ""))
+      .param("warmup_steps", std::to_string(m.warmup))
+      .param("step_ms", fixed(median_ms, 2) + " median, " +
+                            fixed(*std::min_element(m.step_ms.begin(), m.step_ms.end()), 2) +
+                            " min, " +
+                            fixed(*std::max_element(m.step_ms.begin(), m.step_ms.end()), 2) +
+                            " max")
+      .param("final_loss", fixed(*m.final_loss, 4));
+  if (m.first_loss) ips.param("first_loss", fixed(*m.first_loss, 4));
+  if (m.parameter_count) ips.param("parameters", grouped(static_cast<double>(m.parameter_count)));
+  if (!m.input_layout.empty()) ips.param("input", m.input_layout);
+  ips.param("trainer_memory_gib", fixed(gib(m.trainer_bytes), 2));
+  if (m.used_bytes) ips.param("device_memory_used_gib", fixed(gib(*m.used_bytes), 2));
+  if (m.loss_scale) {
+    ips.param("loss_scale", fixed(*m.loss_scale, 0));
+    ips.param("skipped_steps", std::to_string(m.skipped_steps));
+  }
+  ips.telemetry = m.telemetry;
+  if (const auto t = torch_eager_figure(m.device_name, c))
+    ips.reference("pytorch", t->images_per_s, t->source);
+  if (const auto t = torch_compile_figure(m.device_name, c))
+    ips.reference("torch_compile", t->images_per_s, t->source);
+  if (m.loss_scale && m.skipped_steps > 0)
+    ips.reason = std::to_string(m.skipped_steps) + " of the " + std::to_string(m.step_ms.size()) +
+                 " timed steps skipped their update (FP16 gradients overflowed at loss scale " +
+                 fixed(*m.loss_scale, 0) + "); a skipped update is a little cheaper";
+
+  Result step = Result::measured(train_key(c, "step_ms"), "training step " + label, "ms",
+                                 m.step_ms, /*higher_is_better=*/false);
+  config_params(step, c);
+  step.param("method", "CUDA events between consecutive steps on the trainer's stream, no host "
+                       "synchronisation until the last");
+
+  Result mem = Result::measured(train_key(c, "memory_gib"), "device memory " + label, "GiB",
+                                {gib(m.trainer_bytes)}, /*higher_is_better=*/false);
+  config_params(mem, c);
+  mem.param("source", "Trainer::device_bytes(): weights, gradients, optimizer state, "
+                      "activations and workspaces the engine allocated");
+  if (m.used_bytes)
+    mem.param("device_memory_used_gib",
+              fixed(gib(*m.used_bytes), 2) +
+                  " (cudaMemGetInfo before building the model and after the timed steps: "
+                  "also library workspaces and graph memory)");
+  if (m.total_bytes) mem.param("device_memory_total_gib", fixed(gib(*m.total_bytes), 1));
+  return {std::move(ips), std::move(step), std::move(mem)};
+}
+
+std::vector<Result> train_skipped_results(const std::vector<TrainConfig>& configs,
+                                          const std::string& reason) {
+  std::vector<Result> out;
+  for (const TrainConfig& c : configs) {
+    Result r = Result::skipped(train_key(c, "images_per_s"), "training " + config_label(c),
+                               "images/s", reason);
+    config_params(r, c);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string train_engine_missing_reason() {
+#if !defined(GPUBASE_WITH_CUDA)
+  return "this gpubase was built without CUDA (GPUBASE_WITH_CUDA=OFF)";
+#elif !defined(GPUBASE_WITH_NN)
+  return "this gpubase was built without the training engine (src/nn has no sources in this "
+         "build)";
+#else
+  return "";
+#endif
+}
+
+namespace {
+
+#ifdef GPUBASE_WITH_NN
+void add_train_facts(const TrainBenchOptions& o, ResultSink& sink) {
+  sink.add_fact({"train.data", "training data",
+                 "synthetic batch made once on the GPU (normal(0,1) images, random labels)"});
+  sink.add_fact({"train.steps", "steps per configuration",
+                 std::to_string(o.warmup) + " warm-up + " + std::to_string(o.steps) + " timed"});
+  sink.add_fact({"train.graph", "CUDA graph",
+                 o.cuda_graph ? "yes: the whole step captured in warm-up, then replayed" : "no"});
+  sink.add_fact({"train.optimizer", "optimizer",
+                 "SGD, momentum 0.9, weight decay 1e-4, FP32 master weights"});
+  sink.add_fact({"train.seed", "weight seed", std::to_string(o.seed)});
+}
+
+std::string progress_text(const TrainMeasurement& m, const std::vector<Result>& results) {
+  const std::string what = "train: " + m.config.model + " " + m.config.precision + " b" +
+                           std::to_string(m.config.batch) + ": ";
+  const Result& r = results.front();
+  if (r.status == Status::fail) return what + "FAILED: " + r.reason;
+  if (r.status == Status::skipped) return what + "skipped: " + r.reason;
+  std::string text = what + grouped(r.value.value_or(0)) + " images/s";
+  if (results.size() > 2 && results[1].value && results[2].value)
+    text += " (" + fixed(*results[1].value, 1) + " ms/step, " + fixed(*results[2].value, 1) +
+            " GiB, loss " + fixed(m.final_loss.value_or(0), 3) + ")";
+  if (const Reference* t = r.find_reference("pytorch"); t && t->ratio > 0)
+    text += ", " + fixed(t->ratio, 2) + "x PyTorch's " + grouped(t->value);
+  return text;
+}
+#endif
+
+}  // namespace
+
+TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& sink) {
+  const std::vector<TrainConfig> configs = train_configs(options);
+  TrainBenchOutcome outcome;
+  outcome.configurations = configs.size();
+  if (options.report_environment)
+    for (Fact& f : sys::host_facts(sys::read_host_info())) sink.add_fact(std::move(f));
+#ifdef GPUBASE_WITH_CUDA
+  std::string reason;
+  const int count = cuda_device_count(reason);
+  if (count == 0) {
+    outcome.no_gpu_reason = reason;
+    for (Result& r : train_skipped_results(configs, reason)) sink.add(std::move(r));
+    return outcome;
+  }
+  if (options.device < 0 || options.device >= count)
+    throw Error(ErrorKind::usage, "device " + std::to_string(options.device) +
+                                      " does not exist: this machine has " +
+                                      std::to_string(count) + " CUDA device(s) (0.." +
+                                      std::to_string(count - 1) + ")");
+  outcome.gpu_found = true;
+#ifndef GPUBASE_WITH_NN
+  for (Result& r : train_skipped_results(configs, train_engine_missing_reason()))
+    sink.add(std::move(r));
+#else
+  ProbeContext ctx;
+  ctx.options.device = options.device;
+  ctx.device = query_device(options.device);
+  const sys::Nvml nvml = sys::Nvml::load();
+  if (nvml.available()) {
+    ctx.nvml = nvml.device_by_pci_bus_id(ctx.device.pci_bus_id);
+    if (!ctx.nvml)
+      ctx.nvml_missing_reason = "NVML does not list the device at PCI " + ctx.device.pci_bus_id;
+  } else {
+    ctx.nvml_missing_reason = nvml.unavailable_reason();
+  }
+  ctx.spec = find_gpu_spec(ctx.device.name, ctx.device.memory_bytes / 1e9);
+  if (options.report_environment) probe_environment(ctx, sink);
+  add_train_facts(options, sink);
+
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (cancel_requested()) {
+      outcome.interrupted = true;
+      const std::vector<TrainConfig> rest(configs.begin() + static_cast<std::ptrdiff_t>(i),
+                                          configs.end());
+      for (Result& r : train_skipped_results(rest, "interrupted (Ctrl-C) before it ran"))
+        sink.add(std::move(r));
+      break;
+    }
+    const TrainConfig& c = configs[i];
+    sink.progress("train: " + c.model + " " + c.precision + " batch " + std::to_string(c.batch) +
+                  ": building the model, " + std::to_string(options.warmup) + " warm-up + " +
+                  std::to_string(options.steps) + " timed steps");
+    const TrainMeasurement m = measure_train(c, options, ctx, sink);
+    std::vector<Result> results = train_results(m);
+    sink.progress(progress_text(m, results));
+    if (results.front().status == Status::fail) ++outcome.failed;
+    for (Result& r : results) sink.add(std::move(r));
+    if (m.interrupted) outcome.interrupted = true;
+  }
+#endif
+#else
+  outcome.no_gpu_reason = train_engine_missing_reason();
+  for (Result& r : train_skipped_results(configs, outcome.no_gpu_reason)) sink.add(std::move(r));
+#endif
+  return outcome;
+}
+
+}  // namespace gb::bench

@@ -1,0 +1,146 @@
+// bench/train.hpp: the `gpubase train` suite -- training throughput of the engine in src/nn
+// (ResNet-50 v1.5, MobileNetV2, a small ResNet for 28x28 inputs) per precision, on a synthetic
+// batch that lives on the GPU, so the figure is the GPU's training speed and nothing else.
+//
+// Per configuration (model, precision, batch): build the Trainer, make the synthetic batch, run
+// `warmup` steps (with --graph the step is captured during them), then `steps` timed steps with
+// one CUDA event between consecutive steps and no host synchronisation until the end. Step time
+// = the time between two events, so a host that cannot enqueue fast enough shows up as slower
+// steps, not as a hidden gap. images/s = batch / median step time.
+//
+// Napkin math (H200, batch 256): ResNet-50 is ~4.1 GFLOP forward per 224x224 image, ~3x that
+// for a training step: 256 x 12.3 GFLOP = 3.15 TFLOP per step. At PyTorch's 5,823 img/s (FP16
+// AMP) a step takes 44 ms, ~280 TFLOP/s, a third of the card's dense FP16 rate; FP32 (1,065
+// img/s) is 240 ms a step. 20 warm-up + 50 timed steps of the four precisions: ~35 s plus one
+// algorithm search per model and precision.
+//
+// This file is the CPU half: options, validation, result keys, the skipped results, the
+// summary of a measurement into Results. The GPU half (bench/gpu/train_run.cpp) needs CUDA and
+// the engine; without them every configuration is reported skipped with the reason.
+// Keys: docs/results.md "train.*"; usage: docs/train.md.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/probe.hpp"
+#include "core/result.hpp"
+
+namespace gb::bench {
+
+// Names as the engine spells them (nn::parse_model / nn::parse_precision), in report order.
+const std::vector<std::string>& train_models();      // resnet50, mobilenet_v2, small_resnet
+const std::vector<std::string>& train_precisions();  // fp32, tf32, fp16, bf16
+
+// With --graph the first warm-up step(s) capture the step; at least this many warm-up steps so
+// the capture and the first replays are never timed.
+inline constexpr int kTrainMinGraphWarmup = 3;
+
+struct TrainBenchOptions {
+  std::vector<std::string> models;      // empty: resnet50
+  std::vector<std::string> precisions;  // empty: all four
+  int batch = 256;
+  int steps = 50;   // timed
+  int warmup = 20;  // untimed, first
+  bool cuda_graph = false;
+  std::uint64_t seed = 0;  // weight initialisation; the synthetic batch uses seed + 1
+  int device = 0;
+  bool report_environment = true;  // host and GPU facts (baseline has them from the probe)
+};
+
+// One measured configuration.
+struct TrainConfig {
+  std::string model;
+  std::string precision;
+  int batch = 256;
+  bool cuda_graph = false;
+};
+
+// Every (model, precision) asked for, models outer, each in the order of train_models() /
+// train_precisions() with duplicates removed. Throws gb::Error (usage) for an unknown name
+// (listing the valid ones) and for batch, steps or warm-up out of range.
+std::vector<TrainConfig> train_configs(const TrainBenchOptions& options);
+
+// "train.resnet50.bf16.b256.<figure>"; figure is images_per_s, step_ms or memory_gib.
+std::string train_key(const TrainConfig& c, std::string_view figure);
+// "ResNet-50", "MobileNetV2", "small ResNet (28x28)"; "BF16"; for labels and tables.
+std::string train_model_title(std::string_view model);
+std::string train_precision_title(std::string_view precision);
+
+// PyTorch on the same card model (DESIGN.md "Figures to beat": torchvision model, eager,
+// channels_last + autocast for FP16/BF16, batch 256 unless stated), for the ratio the report
+// shows. Only for an H200 (device name contains "H200") and a configuration DESIGN.md lists.
+struct TorchFigure {
+  double images_per_s = 0;
+  std::string source;
+};
+std::optional<TorchFigure> torch_eager_figure(const std::string& device_name,
+                                              const TrainConfig& c);
+std::optional<TorchFigure> torch_compile_figure(const std::string& device_name,
+                                                const TrainConfig& c);
+
+// What one configuration measured (bench/gpu/train_run.cpp fills it; tests build it by hand).
+struct TrainMeasurement {
+  TrainConfig config;
+  int warmup = 0;
+  int steps_asked = 0;
+  std::vector<double> step_ms;  // one per timed step that ran
+  std::optional<float> first_loss;  // after the first warm-up step
+  std::optional<float> final_loss;  // after the last timed step
+  std::size_t parameter_count = 0;
+  std::size_t trainer_bytes = 0;       // Trainer::device_bytes(): what the engine allocated
+  std::optional<std::size_t> used_bytes;   // cudaMemGetInfo: device memory gone while it ran
+  std::optional<std::size_t> total_bytes;  // cudaMemGetInfo: the device's memory
+  std::string input_layout;            // "NHWC bf16"
+  // FP16: loss-scaler state over the timed steps.
+  std::optional<float> loss_scale;
+  std::size_t skipped_steps = 0;
+  std::optional<Telemetry> telemetry;  // NVML over the timed steps
+  std::string device_name;
+  std::string error;       // the engine's message (out of memory, ...): a failed configuration
+  bool interrupted = false;  // Ctrl-C during the timed steps: step_ms holds those that ran
+};
+
+// The results of one configuration:
+//   <cfg>.images_per_s  batch / step time per step, value = batch / median step (main figure;
+//                       params model, precision, batch, graph, steps, warm-up, loss, memory...;
+//                       the telemetry; the PyTorch figure as a "pytorch" reference on an H200)
+//   <cfg>.step_ms       step times (lower is better)
+//   <cfg>.memory_gib    device memory the trainer allocated (lower is better)
+// A failed configuration (engine error, non-finite loss, no step timed) is one images_per_s
+// result with status fail and the reason.
+std::vector<Result> train_results(const TrainMeasurement& m);
+
+// One skipped images_per_s result per configuration, all for `reason`.
+std::vector<Result> train_skipped_results(const std::vector<TrainConfig>& configs,
+                                          const std::string& reason);
+
+struct TrainBenchOutcome {
+  bool gpu_found = false;
+  std::string no_gpu_reason;  // set when gpu_found is false
+  bool interrupted = false;   // Ctrl-C: the configurations measured before it are reported
+  std::size_t configurations = 0;
+  std::size_t failed = 0;
+};
+
+// Entry point: validates the options (usage errors before anything runs), reports host facts,
+// then each configuration's results as soon as it is done. No GPU, no CUDA or no engine in
+// this build: skipped results with the reason (gpu_found false for the first two). An engine
+// error in one configuration (out of memory at that batch) fails that configuration only.
+TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& sink);
+
+// The reason every train result is skipped in this build, or empty when the engine is built
+// in (CUDA and src/nn).
+std::string train_engine_missing_reason();
+
+#if defined(GPUBASE_WITH_CUDA) && defined(GPUBASE_WITH_NN)
+// bench/gpu/train_run.cpp: measures one configuration on options.device. Never throws for an
+// engine error: it lands in TrainMeasurement::error.
+TrainMeasurement measure_train(const TrainConfig& config, const TrainBenchOptions& options,
+                               const ProbeContext& ctx, ResultSink& sink);
+#endif
+
+}  // namespace gb::bench

@@ -1,0 +1,296 @@
+// tests/unit/test_bench_train.cpp: the train suite's CPU half -- which configurations a set of
+// options asks for (and the usage errors), the result keys, how a measurement becomes results
+// (images/s from the median step, a failed configuration for an engine error or a NaN loss,
+// Ctrl-C keeping the steps measured, PyTorch's figure on an H200), and the skipped results on a
+// machine without a GPU (the CI machine).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "bench/train.hpp"
+#include "core/error.hpp"
+
+namespace gb::bench {
+namespace {
+
+std::vector<std::string> names(const std::vector<TrainConfig>& configs) {
+  std::vector<std::string> out;
+  for (const TrainConfig& c : configs) out.push_back(c.model + "/" + c.precision);
+  return out;
+}
+
+// The usage error's message, or "" when train_configs accepts the options.
+std::string usage_error(const TrainBenchOptions& o) {
+  try {
+    (void)train_configs(o);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    return e.what();
+  }
+  return "";
+}
+
+// A ResNet-50 BF16 batch-256 run on an H200: 50 steps around 54 ms (4,740 images/s).
+TrainMeasurement h200_bf16() {
+  TrainMeasurement m;
+  m.config = {"resnet50", "bf16", 256, false};
+  m.warmup = 20;
+  m.steps_asked = 50;
+  for (int i = 0; i < 50; ++i) m.step_ms.push_back(54.0 + 0.02 * (i % 7));
+  m.first_loss = 6.94f;
+  m.final_loss = 6.91f;
+  m.parameter_count = 25557032;
+  m.trainer_bytes = std::size_t(21) << 30;
+  m.used_bytes = std::size_t(23) << 30;
+  m.total_bytes = std::size_t(140) << 30;
+  m.input_layout = "NHWC bf16";
+  m.device_name = "NVIDIA H200";
+  return m;
+}
+
+// Asked before running: on a GPU host run_train_bench would train.
+bool has_gpu() {
+#ifdef GPUBASE_WITH_CUDA
+  std::string why;
+  return cuda_device_count(why) > 0;
+#else
+  return false;
+#endif
+}
+
+const Result* find(const std::vector<Result>& results, const std::string& key) {
+  for (const Result& r : results)
+    if (r.key == key) return &r;
+  return nullptr;
+}
+
+TEST(TrainOptions, DefaultIsResNet50InAllFourPrecisionsAtBatch256) {
+  const auto configs = train_configs({});
+  EXPECT_EQ(names(configs), (std::vector<std::string>{"resnet50/fp32", "resnet50/tf32",
+                                                      "resnet50/fp16", "resnet50/bf16"}));
+  for (const TrainConfig& c : configs) {
+    EXPECT_EQ(c.batch, 256);
+    EXPECT_FALSE(c.cuda_graph);
+  }
+}
+
+TEST(TrainOptions, ModelsThenPrecisionsInCanonicalOrderEachOnce) {
+  TrainBenchOptions o;
+  o.models = {"small_resnet", "resnet50", "small_resnet"};
+  o.precisions = {"bf16", "fp32", "bf16"};
+  EXPECT_EQ(names(train_configs(o)),
+            (std::vector<std::string>{"resnet50/fp32", "resnet50/bf16", "small_resnet/fp32",
+                                      "small_resnet/bf16"}));
+}
+
+TEST(TrainOptions, NamesIgnoreCaseAndSurroundingBlanks) {
+  TrainBenchOptions o;
+  o.models = {" MobileNet_V2"};
+  o.precisions = {"BF16 ", "Fp16"};
+  EXPECT_EQ(names(train_configs(o)),
+            (std::vector<std::string>{"mobilenet_v2/fp16", "mobilenet_v2/bf16"}));
+}
+
+TEST(TrainOptions, UnknownModelIsAUsageErrorListingTheModels) {
+  TrainBenchOptions o;
+  o.models = {"vgg16"};
+  const std::string e = usage_error(o);
+  EXPECT_NE(e.find("unknown model 'vgg16'"), std::string::npos) << e;
+  EXPECT_NE(e.find("resnet50, mobilenet_v2, small_resnet"), std::string::npos) << e;
+}
+
+TEST(TrainOptions, UnknownPrecisionIsAUsageErrorListingThePrecisions) {
+  TrainBenchOptions o;
+  o.precisions = {"fp8"};
+  const std::string e = usage_error(o);
+  EXPECT_NE(e.find("unknown precision 'fp8'"), std::string::npos) << e;
+  EXPECT_NE(e.find("fp32, tf32, fp16, bf16"), std::string::npos) << e;
+}
+
+TEST(TrainOptions, BatchStepsAndWarmupOutOfRangeAreUsageErrors) {
+  TrainBenchOptions o;
+  o.batch = 0;
+  EXPECT_NE(usage_error(o).find("--batch 0"), std::string::npos);
+  o = {};
+  o.steps = 0;
+  EXPECT_NE(usage_error(o).find("--steps 0"), std::string::npos);
+  o = {};
+  o.warmup = -1;
+  EXPECT_NE(usage_error(o).find("--warmup -1"), std::string::npos);
+  o = {};
+  o.warmup = 0;
+  EXPECT_EQ(usage_error(o), "");  // no warm-up is allowed without a graph
+}
+
+TEST(TrainOptions, GraphCaptureNeedsWarmupSteps) {
+  TrainBenchOptions o;
+  o.cuda_graph = true;
+  o.warmup = kTrainMinGraphWarmup - 1;
+  EXPECT_NE(usage_error(o).find("--graph"), std::string::npos);
+  o.warmup = kTrainMinGraphWarmup;
+  EXPECT_EQ(usage_error(o), "");
+  for (const TrainConfig& c : train_configs(o)) EXPECT_TRUE(c.cuda_graph);
+}
+
+TEST(TrainKeys, NameModelPrecisionBatchAndFigure) {
+  EXPECT_EQ(train_key({"resnet50", "bf16", 256, false}, "images_per_s"),
+            "train.resnet50.bf16.b256.images_per_s");
+  EXPECT_EQ(train_key({"small_resnet", "fp32", 64, true}, "step_ms"),
+            "train.small_resnet.fp32.b64.step_ms");
+}
+
+TEST(TrainResults, AMeasuredConfigurationGivesImagesStepTimeAndMemory) {
+  const auto results = train_results(h200_bf16());
+  ASSERT_EQ(results.size(), 3u);
+  const Result* ips = find(results, "train.resnet50.bf16.b256.images_per_s");
+  const Result* step = find(results, "train.resnet50.bf16.b256.step_ms");
+  const Result* mem = find(results, "train.resnet50.bf16.b256.memory_gib");
+  ASSERT_TRUE(ips && step && mem);
+  EXPECT_EQ(ips->status, Status::info);
+  EXPECT_EQ(ips->unit, "images/s");
+  ASSERT_TRUE(ips->value && step->value);
+  EXPECT_DOUBLE_EQ(*ips->value, 256 * 1e3 / *step->value);  // from the median step
+  EXPECT_EQ(ips->samples.size(), 50u);
+  EXPECT_FALSE(step->higher_is_better);
+  EXPECT_EQ(step->samples.size(), 50u);
+  EXPECT_NEAR(*mem->value, 21.0, 1e-9);
+  EXPECT_EQ(ips->find_param("model"), "resnet50");
+  EXPECT_EQ(ips->find_param("precision"), "bf16");
+  EXPECT_EQ(ips->find_param("batch"), "256");
+  EXPECT_EQ(ips->find_param("graph"), "no");
+  EXPECT_EQ(ips->find_param("parameters"), "25,557,032");
+  EXPECT_EQ(ips->find_param("final_loss"), "6.9100");
+  EXPECT_EQ(ips->find_param("steps"), "50");
+  EXPECT_EQ(mem->find_param("device_memory_total_gib"), "140.0");
+}
+
+TEST(TrainResults, OnAnH200TheImagesCarryPytorchsFigure) {
+  const auto results = train_results(h200_bf16());
+  const Reference* torch = results.front().find_reference("pytorch");
+  ASSERT_NE(torch, nullptr);
+  EXPECT_EQ(torch->value, 4727);
+  EXPECT_NEAR(torch->ratio, *results.front().value / 4727, 1e-12);
+  const Reference* compiled = results.front().find_reference("torch_compile");
+  ASSERT_NE(compiled, nullptr);
+  EXPECT_EQ(compiled->value, 6815);
+  // No verdict from it: the ratio says how the engine compares, not whether the card is sick.
+  EXPECT_EQ(results.front().find_reference("achievable"), nullptr);
+}
+
+TEST(TrainResults, OtherCardsAndBatchesHaveNoPytorchFigure) {
+  TrainMeasurement m = h200_bf16();
+  m.device_name = "NVIDIA A100-SXM4-80GB";
+  EXPECT_TRUE(train_results(m).front().references.empty());
+  m = h200_bf16();
+  m.config.batch = 128;
+  EXPECT_TRUE(train_results(m).front().references.empty());
+}
+
+TEST(TrainResults, ANanLossFailsTheConfigurationWithoutAFigure) {
+  TrainMeasurement m = h200_bf16();
+  m.final_loss = std::numeric_limits<float>::quiet_NaN();
+  const auto results = train_results(m);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].key, "train.resnet50.bf16.b256.images_per_s");
+  EXPECT_EQ(results[0].status, Status::fail);
+  EXPECT_FALSE(results[0].value.has_value());
+  EXPECT_NE(results[0].reason.find("loss is NaN"), std::string::npos) << results[0].reason;
+  EXPECT_NE(results[0].reason.find("first loss 6.940"), std::string::npos) << results[0].reason;
+}
+
+TEST(TrainResults, AnInfiniteLossFailsToo) {
+  TrainMeasurement m = h200_bf16();
+  m.final_loss = std::numeric_limits<float>::infinity();
+  const auto results = train_results(m);
+  EXPECT_EQ(results.front().status, Status::fail);
+  EXPECT_NE(results.front().reason.find("infinite"), std::string::npos);
+}
+
+TEST(TrainResults, AnEngineErrorFailsTheConfigurationWithItsMessage) {
+  TrainMeasurement m;
+  m.config = {"resnet50", "fp32", 4096, false};
+  m.error = "out of memory: ResNet-50 fp32 at batch 4096 needs 301.2 GiB, the device has 139.8 "
+            "GiB free; batch 1536 fits";
+  const auto results = train_results(m);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, Status::fail);
+  EXPECT_EQ(results[0].reason, m.error);
+  EXPECT_EQ(results[0].find_param("batch"), "4096");
+}
+
+TEST(TrainResults, CtrlCDuringTheTimedStepsKeepsTheStepsMeasured) {
+  TrainMeasurement m = h200_bf16();
+  m.step_ms.resize(12);
+  m.interrupted = true;
+  const auto results = train_results(m);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].status, Status::info);
+  EXPECT_EQ(results[0].samples.size(), 12u);
+  EXPECT_EQ(results[0].find_param("steps"), "12 of 50 (interrupted)");
+}
+
+TEST(TrainResults, CtrlCBeforeAnyTimedStepIsSkippedNotFailed) {
+  TrainMeasurement m;
+  m.config = {"mobilenet_v2", "fp16", 256, false};
+  m.interrupted = true;
+  const auto results = train_results(m);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, Status::skipped);
+  EXPECT_NE(results[0].reason.find("interrupted"), std::string::npos);
+}
+
+TEST(TrainResults, Fp16SkippedUpdatesAreNamed) {
+  TrainMeasurement m = h200_bf16();
+  m.config.precision = "fp16";
+  m.loss_scale = 32768;
+  m.skipped_steps = 2;
+  const Result r = train_results(m).front();
+  EXPECT_EQ(r.find_param("loss_scale"), "32768");
+  EXPECT_EQ(r.find_param("skipped_steps"), "2");
+  EXPECT_NE(r.reason.find("2 of the 50 timed steps skipped"), std::string::npos) << r.reason;
+}
+
+TEST(TrainResults, SkippedResultsOnePerConfigurationWithTheReason) {
+  const auto results = train_skipped_results(train_configs({}), "no GPU here");
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[3].key, "train.resnet50.bf16.b256.images_per_s");
+  for (const Result& r : results) {
+    EXPECT_EQ(r.status, Status::skipped);
+    EXPECT_EQ(r.reason, "no GPU here");
+    EXPECT_FALSE(r.value.has_value());
+  }
+}
+
+TEST(TrainWithoutGpu, EveryConfigurationIsSkippedWithTheReason) {
+  if (has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  ResultSink sink;
+  TrainBenchOptions o;
+  o.models = {"resnet50", "small_resnet"};
+  const TrainBenchOutcome outcome = run_train_bench(o, sink);
+  EXPECT_FALSE(outcome.gpu_found);
+  EXPECT_EQ(outcome.configurations, 8u);
+  ASSERT_EQ(sink.results().size(), 8u);
+  for (const Result& r : sink.results()) {
+    EXPECT_EQ(r.status, Status::skipped) << r.key;
+    EXPECT_EQ(r.reason, outcome.no_gpu_reason) << r.key;
+  }
+  const std::string& why = outcome.no_gpu_reason;
+  EXPECT_TRUE(why.find("no NVIDIA driver") != std::string::npos ||
+              why.find("no NVIDIA GPU") != std::string::npos ||
+              why.find("without CUDA") != std::string::npos)
+      << why;
+}
+
+TEST(TrainWithoutGpu, BadOptionsAreUsageErrorsBeforeTheGpuIsLookedFor) {
+  ResultSink sink;
+  TrainBenchOptions o;
+  o.models = {"resnet18"};
+  EXPECT_THROW((void)run_train_bench(o, sink), Error);
+  EXPECT_TRUE(sink.results().empty());
+}
+
+}  // namespace
+}  // namespace gb::bench
