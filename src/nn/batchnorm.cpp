@@ -13,8 +13,8 @@
 // cuDNN batch norm plus the act_forward / act_backward kernels (kernels.hpp), in place on y and
 // dy. The fused backward writes dz (it cannot add), so fusion also requires this layer to be the
 // first to write the residual's gradient (Network orders that; ResNet's blocks satisfy it).
-// Mode: CUDNN_BATCHNORM_SPATIAL_PERSISTENT in NHWC reduced precision, CUDNN_BATCHNORM_SPATIAL
-// otherwise (and always for inference).
+// Mode: CUDNN_BATCHNORM_SPATIAL_PERSISTENT in NHWC reduced precision (if a probe run at setup
+// succeeds), CUDNN_BATCHNORM_SPATIAL otherwise (and always for inference).
 #include <cstdlib>
 #include <vector>
 
@@ -53,6 +53,9 @@ class BatchNorm final : public Layer {
     for (int i = 0; i < c; ++i) init[static_cast<std::size_t>(c + i)] = 1.f;  // running var
     GB_CHECK_CUDA(cudaMemcpy(stats_.data(), init.data(), stats_.bytes(), cudaMemcpyHostToDevice));
 
+    if (mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT && !persistent_runs(ctx)) {
+      mode_ = CUDNN_BATCHNORM_SPATIAL;
+    }
     std::size_t ws = 0;
     fused_ = ctx.allow_bn_fusion && act_ == Act::relu && x->nhwc && x->dtype != DType::f32 &&
              !(residual_ && accumulate[1]);
@@ -138,6 +141,19 @@ class BatchNorm final : public Layer {
         x->grad, pd_.get(), ps.weight(gamma_), ps.weight(beta_), ps.grad(gamma_),
         ps.grad(beta_), kEps, save_mean(), save_inv_std(), act_desc_.get(), ctx.workspace,
         ctx.workspace_bytes, reserve_.data(), reserve_.bytes());
+  }
+
+  // Whether cuDNN runs the plain training forward in persistent mode for this shape and type
+  // (averaging factor 0: the running statistics do not move).
+  bool persistent_runs(Context& ctx) {
+    const Value* x = inputs[0];
+    ParamStore& ps = *ctx.params;
+    const bool ok = cudnnBatchNormalizationForwardTraining(
+                        ctx.cudnn, mode_, &kOne, &kZero, xd_.get(), x->data, xd_.get(),
+                        output->data, pd_.get(), ps.weight(gamma_), ps.weight(beta_), 0.0,
+                        running_mean(), running_var(), kEps, save_mean(),
+                        save_inv_std()) == CUDNN_STATUS_SUCCESS;
+    return cudaStreamSynchronize(ctx.stream) == cudaSuccess && ok;
   }
 
   // Sizes the fused path and runs it once; false (and no state kept) when cuDNN refuses.

@@ -157,6 +157,9 @@ std::size_t Network::plan() {
 void Network::allocate() {
   arena_ = gpu::DeviceBuffer(arena_bytes_);
   GB_CHECK_CUDA(cudaMemset(arena_.data(), 0, arena_bytes_));
+  // The memset runs on the legacy stream, which the engine's non-blocking stream does not wait
+  // for: finish it before any layer reads the zeros.
+  GB_CHECK_CUDA(cudaDeviceSynchronize());
   auto* base = arena_.as<unsigned char>();
   for (auto& v : values_) {
     v->data = base + v->data_offset;

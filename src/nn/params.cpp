@@ -53,6 +53,7 @@ void ParamStore::allocate() {
   grad_lp_ = gpu::DeviceBuffer(n_lp_ * dtype_bytes(lp_));
   for (gpu::DeviceBuffer* b : {&master_, &momentum_, &grad32_, &weight_lp_, &grad_lp_})
     if (b->bytes() > 0) GB_CHECK_CUDA(cudaMemset(b->data(), 0, b->bytes()));
+  GB_CHECK_CUDA(cudaDeviceSynchronize());  // legacy-stream memsets vs the engine's stream
 }
 
 std::size_t ParamStore::count() const {
@@ -143,15 +144,16 @@ void ParamStore::set_master(int id, const std::vector<float>& kcrs) {
   const ParamInfo& p = info(id);
   const std::vector<float> stored = to_storage(p, kcrs);
   GB_CHECK_CUDA(cudaMemcpy(master(id), stored.data(), stored.size() * 4, cudaMemcpyHostToDevice));
-  if (reduced_active(id)) {
-    cast_from_f32(master(id), weight(id), stored.size(), lp_, nullptr);
-    GB_CHECK_CUDA(cudaDeviceSynchronize());
-  }
+  if (reduced_active(id)) cast_from_f32(master(id), weight(id), stored.size(), lp_, nullptr);
+  // A pageable copy may still be in flight on the legacy stream when cudaMemcpy returns; the
+  // engine's stream does not wait for that stream.
+  GB_CHECK_CUDA(cudaDeviceSynchronize());
 }
 
 std::vector<float> ParamStore::get_master(int id) const {
   const ParamInfo& p = info(id);
   std::vector<float> stored(p.shape.elements());
+  GB_CHECK_CUDA(cudaDeviceSynchronize());
   GB_CHECK_CUDA(cudaMemcpy(stored.data(), master(id), stored.size() * 4, cudaMemcpyDeviceToHost));
   return from_storage(p, stored);
 }
@@ -161,6 +163,7 @@ std::vector<float> ParamStore::get_grad(int id) const {
   const std::size_t n = p.shape.elements();
   const DType t = compute_dtype(id);
   std::vector<unsigned char> bytes(n * dtype_bytes(t));
+  GB_CHECK_CUDA(cudaDeviceSynchronize());
   GB_CHECK_CUDA(cudaMemcpy(bytes.data(), grad(id), bytes.size(), cudaMemcpyDeviceToHost));
   return from_storage(p, unpack_host(bytes.data(), Shape{1, static_cast<int>(n), 1, 1}, false, t));
 }
@@ -172,6 +175,7 @@ void ParamStore::set_grad(int id, const std::vector<float>& kcrs) {
   const std::vector<unsigned char> bytes =
       pack_host(stored, Shape{1, static_cast<int>(stored.size()), 1, 1}, false, t);
   GB_CHECK_CUDA(cudaMemcpy(grad(id), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  GB_CHECK_CUDA(cudaDeviceSynchronize());
 }
 
 SgdBuffers ParamStore::sgd_buffers() const {

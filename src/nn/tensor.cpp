@@ -136,10 +136,14 @@ std::vector<float> unpack_host(const void* bytes, const Shape& s, bool nhwc, DTy
 void upload_nchw(const TensorRef& dst, const std::vector<float>& nchw) {
   const std::vector<unsigned char> bytes = pack_host(nchw, dst.shape, dst.nhwc, dst.dtype);
   GB_CHECK_CUDA(cudaMemcpy(dst.data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  // A pageable copy may still be in flight when cudaMemcpy returns, on the legacy stream, which
+  // non-blocking streams do not wait for.
+  GB_CHECK_CUDA(cudaDeviceSynchronize());
 }
 
 std::vector<float> download_nchw(const TensorRef& src) {
   std::vector<unsigned char> bytes(src.bytes());
+  GB_CHECK_CUDA(cudaDeviceSynchronize());  // work on any stream that writes src
   GB_CHECK_CUDA(cudaMemcpy(bytes.data(), src.data, bytes.size(), cudaMemcpyDeviceToHost));
   return unpack_host(bytes.data(), src.shape, src.nhwc, src.dtype);
 }

@@ -56,7 +56,8 @@ std::vector<unsigned char> pack_host(const std::vector<float>& nchw, const Shape
                                      DType t);
 std::vector<float> unpack_host(const void* bytes, const Shape& s, bool nhwc, DType t);
 
-// Synchronous copies between a host FP32 NCHW vector and a device tensor (any layout/type).
+// Synchronous copies between a host FP32 NCHW vector and a device tensor (any layout/type);
+// both synchronise the whole device (test and setup paths, never the step).
 void upload_nchw(const TensorRef& dst, const std::vector<float>& nchw);
 std::vector<float> download_nchw(const TensorRef& src);
 

@@ -85,7 +85,7 @@ TEST_P(NnTrainerPrecision, SmallResnetLossFallsOnAFixedBatch) {
   const std::size_t correct_before = t.evaluate(b.batch(), 64);
   for (int i = 1; i < 50; ++i) t.train_step(b.batch());
   const StepResult last = t.last_step();
-  EXPECT_LT(last.loss, 0.5f * first.loss) << "first " << first.loss << ", last " << last.loss;
+  EXPECT_LT(last.loss, 0.75f * first.loss) << "first " << first.loss << ", last " << last.loss;
   // Random labels on random images get memorised: evaluation on the same batch improves.
   const std::size_t correct_after = t.evaluate(b.batch(), 64);
   EXPECT_LE(correct_after, 64u);
