@@ -5,6 +5,7 @@
 // FP16/BF16 NHWC at 1e-2 / 4e-2 (relative to the largest reference value).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -104,8 +105,16 @@ TEST(NnPool, MaxAndAveragePoolingMatchReference) {
       Value* x = net.input(pc.c, pc.h, pc.w, true);
       Value* y = net.pool(x, s);
       e.build(net);
-      nnref::Tensor xs = testing::random_tensor(pc.n, pc.c, pc.h, pc.w, gen);
-      testing::round_all(xs.v, t);
+      // Distinct values within each plane (a permutation of k/64, exact in BF16): no ties, so
+      // "the first maximum gets the gradient" and cuDNN's choice cannot differ.
+      nnref::Tensor xs(pc.n, pc.c, pc.h, pc.w);
+      std::vector<int> order(static_cast<std::size_t>(pc.h * pc.w));
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+      for (std::size_t plane = 0; plane < xs.v.size() / order.size(); ++plane) {
+        std::shuffle(order.begin(), order.end(), gen);
+        for (std::size_t i = 0; i < order.size(); ++i)
+          xs.v[plane * order.size() + i] = static_cast<float>(order[i] - pc.h * pc.w / 2) / 64.f;
+      }
       const nnref::PoolParams pp{s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
       const nnref::Tensor want_y = s.kind == PoolKind::max ? nnref::maxpool2d_forward(xs, pp)
                                                            : nnref::avgpool2d_forward(xs, pp);
