@@ -6,6 +6,7 @@
 #include "nnref/batchnorm.hpp"
 #include "nnref/conv.hpp"
 #include "nnref/elementwise.hpp"
+#include "nnref/grad_scaler.hpp"
 #include "nnref/linear.hpp"
 #include "nnref/loss.hpp"
 #include "nnref/pool.hpp"
