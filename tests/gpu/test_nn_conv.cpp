@@ -85,11 +85,6 @@ TEST(NnConv, Fp32MatchesReference) {
   check_conv(Precision::fp32, false);
 }
 
-TEST(NnConv, Fp32NhwcMatchesReference) {
-  GB_NN_REQUIRE_GPU();
-  check_conv(Precision::fp32, true);
-}
-
 TEST(NnConv, Tf32MatchesReference) {
   GB_NN_REQUIRE_GPU();
   check_conv(Precision::tf32, false);
