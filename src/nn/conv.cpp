@@ -72,7 +72,12 @@ class Conv final : public Layer {
     const Shape& x = inputs[0]->shape;
     return "conv " + x.to_string() + " -> " + output->shape.to_string() + " k" +
            std::to_string(spec_.kernel_h) + "x" + std::to_string(spec_.kernel_w) + " s" +
-           std::to_string(spec_.stride_h) + " g" + std::to_string(spec_.groups);
+           std::to_string(spec_.stride_h) + " g" + std::to_string(spec_.groups) + " algos fwd " +
+           std::to_string(fwd_.algo) + " bwd-data " +
+           (inputs[0]->needs_grad ? std::to_string(bwd_data_.algo) : std::string("-")) +
+           " bwd-filter " + std::to_string(bwd_filter_.algo) + ", workspace " +
+           std::to_string(std::max({fwd_.workspace, bwd_data_.workspace, bwd_filter_.workspace})) +
+           " B";
   }
 
   std::size_t setup(Context& ctx) override {

@@ -308,6 +308,19 @@ std::size_t Trainer::Impl::device_bytes() const {
          state.bytes() + synthetic_images.bytes() + synthetic_labels.bytes();
 }
 
+std::string Trainer::Impl::describe() const {
+  std::string s = std::string(to_string(options.model)) + " " +
+                  std::string(to_string(options.precision)) + " batch " +
+                  std::to_string(options.batch) + (nhwc ? " NHWC" : " NCHW") + ": " +
+                  std::to_string(net.params().count()) + " parameters; arena " +
+                  mib(net.arena_bytes()) + ", parameter store " + mib(net.params().bytes()) +
+                  ", workspace " + mib(workspace.bytes()) + ", layer-owned " +
+                  mib(ctx.extra_bytes) + "\n";
+  for (std::size_t i = 0; i < net.layers().size(); ++i)
+    s += "  " + std::to_string(i) + ": " + net.layers()[i]->describe() + "\n";
+  return s;
+}
+
 // ---- Trainer: the public face forwards to Impl.
 
 Trainer::Trainer(const TrainerOptions& options) : impl_(std::make_unique<Impl>(options)) {}

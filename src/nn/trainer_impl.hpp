@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "gpu/cuda_raii.hpp"
 #include "nn/cudnn.hpp"
@@ -37,6 +38,9 @@ class Trainer::Impl {
   void make_synthetic_batch(std::uint64_t seed);
   void set_learning_rate(float lr);
   std::size_t device_bytes() const;
+  // One line per layer (shapes, chosen convolution algorithms, fused batch norms) and the
+  // memory summary: what to look at when a configuration is slower than expected.
+  std::string describe() const;
 
   TrainerOptions options;
   DType dtype = DType::f32;

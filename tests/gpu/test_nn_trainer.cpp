@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -165,6 +166,10 @@ TEST_P(NnTrainerModels, TakesStepsWithASaneFirstLoss) {
   o.input = default_input(o.model);
   o.batch = 8;
   o.cuda_graph = true;
+  if (std::getenv("GPUBASE_NN_VERBOSE")) {  // the layer list with algorithms and fusions
+    Trainer::Impl described(o);
+    std::printf("%s", described.describe().c_str());
+  }
   Trainer t(o);
   EXPECT_EQ(t.input_format().nhwc, o.precision == Precision::fp16 || o.precision == Precision::bf16);
   EXPECT_GT(t.device_bytes(), t.parameter_bytes());
