@@ -52,6 +52,7 @@ class BatchNorm final : public Layer {
     std::vector<float> init(4 * static_cast<std::size_t>(c), 0.f);
     for (int i = 0; i < c; ++i) init[static_cast<std::size_t>(c + i)] = 1.f;  // running var
     GB_CHECK_CUDA(cudaMemcpy(stats_.data(), init.data(), stats_.bytes(), cudaMemcpyHostToDevice));
+    GB_CHECK_CUDA(cudaDeviceSynchronize());  // before the probes on the (non-blocking) stream
 
     if (mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT && !persistent_runs(ctx)) {
       mode_ = CUDNN_BATCHNORM_SPATIAL;

@@ -75,6 +75,7 @@ TEST(NnTorchStep, Resnet50Fp32StepMatchesTorch) {
                            cudaMemcpyHostToDevice));
   GB_CHECK_CUDA(cudaMemcpy(d_labels.data(), labels.data(), d_labels.bytes(),
                            cudaMemcpyHostToDevice));
+  GB_CHECK_CUDA(cudaDeviceSynchronize());  // pageable copies vs the trainer's stream
 
   t.enqueue_step(d_images.data(), d_labels.as<std::int32_t>());
   const StepState s = t.read_state();
