@@ -108,9 +108,16 @@ TEST_P(NnTrainerPrecision, SmallResnetLossFallsOnAFixedBatch) {
 TEST_P(NnTrainerPrecision, CudaGraphStepsGiveTheLossesOfEagerSteps) {
   GB_NN_REQUIRE_GPU();
   TrainerOptions o = small_options(GetParam(), 32);
+  // The heuristic picks the same convolution algorithms for both trainers (measuring could pick
+  // different ones), so only the execution mode differs.
+  setenv("GPUBASE_NN_CONV_ALGO", "heuristic", 1);
   Trainer eager(o);
   o.cuda_graph = true;
   Trainer graphed(o);
+  unsetenv("GPUBASE_NN_CONV_ALGO");
+  // Left: atomics in some backward kernels (summation order), amplified by 16-bit rounding.
+  const bool reduced = GetParam() == Precision::fp16 || GetParam() == Precision::bf16;
+  const double tol = reduced ? 5e-3 : 1e-3;
   eager.make_synthetic_batch(5);
   graphed.make_synthetic_batch(5);
   // Step 1 eager in both; step 2 is captured then launched; steps 3-5 replay.
@@ -119,9 +126,7 @@ TEST_P(NnTrainerPrecision, CudaGraphStepsGiveTheLossesOfEagerSteps) {
     graphed.train_step_synthetic();
     const float a = eager.last_step().loss, g = graphed.last_step().loss;
     ASSERT_TRUE(std::isfinite(a));
-    // Same weights, same batch; the two trainers may pick different (equally valid)
-    // convolution algorithms, so the losses agree to rounding, not bit for bit.
-    EXPECT_NEAR(g, a, 2e-3 * std::fabs(a)) << "step " << step;
+    EXPECT_NEAR(g, a, tol * std::fabs(a)) << "step " << step;
   }
   if (GetParam() == Precision::fp16) {
     EXPECT_EQ(graphed.scaler_stats().steps, 5u);
