@@ -1,0 +1,305 @@
+// bench/gpu/amp_run.cpp: the amp study's GPU half. The dataset is normalised on the host (mean
+// and standard deviation of the training pixels), converted to the input dtype each precision
+// asks for and uploaded once; each epoch draws a permutation from (seed, epoch) -- the same for
+// every precision -- and gathers the shuffled copy on the GPU, so a step reads one contiguous
+// batch. The loss is read every kLossEvery steps (one sync), not every step.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+#include "bench/amp.hpp"
+#include "core/cancel.hpp"
+#include "core/error.hpp"
+#include "core/float_bits.hpp"
+#include "data/idx.hpp"
+
+#if GPUBASE_WITH_NN
+#include "gpu/check.hpp"
+#include "gpu/cuda_raii.hpp"
+#include "gpu/gather.hpp"
+#include "nn/trainer.hpp"
+#endif
+
+namespace gb::bench {
+
+#if GPUBASE_WITH_NN
+
+namespace {
+
+constexpr std::size_t kLossEvery = 25;
+constexpr double kFp16MinSubnormal = 5.9604644775390625e-08;  // 2^-24
+
+// A dataset split normalised to float, pixel after pixel, with int32 labels.
+struct HostSplit {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+  std::size_t n = 0, row = 0;  // samples, values per sample
+};
+
+HostSplit load_split(const data::IdxDataset& d, double mean, double stddev) {
+  HostSplit s;
+  const auto shape = d.raw_shape();
+  s.n = d.size();
+  s.row = shape->bytes();
+  s.x.resize(s.n * s.row);
+  const auto px = d.pixels();
+  for (std::size_t i = 0; i < s.x.size(); ++i)
+    s.x[i] = static_cast<float>((px[i] / 255.0 - mean) / stddev);
+  s.y.resize(s.n);
+  for (std::size_t i = 0; i < s.n; ++i) s.y[i] = d.label(i);
+  return s;
+}
+
+// The split on the device in the dtype the model takes.
+struct DeviceSplit {
+  gpu::DeviceBuffer x, y;
+  std::size_t row_bytes = 0;
+};
+
+DeviceSplit upload(const HostSplit& s, nn::InputFormat::DType dtype) {
+  DeviceSplit d;
+  const std::size_t elem = dtype == nn::InputFormat::DType::f32 ? 4 : 2;
+  d.row_bytes = s.row * elem;
+  d.x = gpu::DeviceBuffer(s.n * d.row_bytes);
+  d.y = gpu::DeviceBuffer(s.n * sizeof(std::int32_t));
+  if (dtype == nn::InputFormat::DType::f32) {
+    GB_CHECK_CUDA(cudaMemcpy(d.x.data(), s.x.data(), s.x.size() * 4, cudaMemcpyHostToDevice));
+  } else {
+    std::vector<std::uint16_t> bits(s.x.size());
+    for (std::size_t i = 0; i < bits.size(); ++i)
+      bits[i] = dtype == nn::InputFormat::DType::f16 ? float_to_half_bits(s.x[i])
+                                                     : float_to_bf16_bits(s.x[i]);
+    GB_CHECK_CUDA(cudaMemcpy(d.x.data(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
+  }
+  GB_CHECK_CUDA(cudaMemcpy(d.y.data(), s.y.data(), s.n * 4, cudaMemcpyHostToDevice));
+  return d;
+}
+
+// The permutation of epoch `epoch` for seed `seed`: the same whatever the precision.
+std::vector<std::int32_t> epoch_order(std::size_t n, std::uint64_t seed, int epoch) {
+  std::vector<std::int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(epoch));
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
+std::string fmt(const char* spec, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+const AmpRunRecord* find_record(const std::vector<AmpRunRecord>& records, const std::string& p,
+                                std::uint64_t seed) {
+  for (const AmpRunRecord& r : records)
+    if (r.precision == p && r.seed == seed) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
+  validate_amp_options(options);
+  AmpOutcome out;
+  std::string why;
+  if (cuda_device_count(why) == 0) {
+    add_amp_skipped(options, why, sink);
+    return out;
+  }
+  const std::string dir = options.data.empty() ? default_fashion_mnist_dir() : options.data;
+  if (dir.empty())
+    throw Error(ErrorKind::usage,
+                "no dataset: Fashion-MNIST was not found in $GPUBASE_FASHION_MNIST, "
+                "../shared/data/fashion-mnist or data/fashion-mnist; pass --data DIR (an IDX "
+                "folder with train-* and t10k-* files)");
+  const auto train_set = data::open_idx_split(dir, "train");
+  const auto test_set = data::open_idx_split(dir, "t10k");
+  const auto model = nn::parse_model(options.model);
+  nn::InputShape input = nn::default_input(*model);
+  const auto shape = train_set->raw_shape();
+  if (!shape || static_cast<int>(shape->height) != input.height ||
+      static_cast<int>(shape->width) != input.width ||
+      static_cast<int>(shape->channels) != input.channels)
+    throw Error(ErrorKind::usage, "--data: " + dir + " holds " +
+                                      (shape ? std::to_string(shape->width) + "x" +
+                                                   std::to_string(shape->height) + "x" +
+                                                   std::to_string(shape->channels)
+                                             : std::string("non-raw")) +
+                                      " images; the model " + options.model + " takes " +
+                                      std::to_string(input.width) + "x" +
+                                      std::to_string(input.height) + "x" +
+                                      std::to_string(input.channels));
+  int classes = 0;
+  for (std::size_t i = 0; i < train_set->size(); ++i)
+    classes = std::max(classes, train_set->label(i) + 1);
+  input.classes = std::max(classes, 2);
+
+  // Normalisation from the training pixels.
+  double sum = 0, sq = 0;
+  for (std::uint8_t p : train_set->pixels()) {
+    sum += p / 255.0;
+    sq += (p / 255.0) * (p / 255.0);
+  }
+  const double count = static_cast<double>(train_set->pixels().size());
+  const double mean = sum / count;
+  const double stddev = std::sqrt(std::max(sq / count - mean * mean, 1e-12));
+  const HostSplit train = load_split(*train_set, mean, stddev);
+  const HostSplit test = load_split(*test_set, mean, stddev);
+  sink.add_fact({"amp.data", "dataset", dir + " (" + std::to_string(train.n) + " train, " +
+                                            std::to_string(test.n) + " test, " +
+                                            std::to_string(input.classes) + " classes)"});
+
+  const std::size_t batch = static_cast<std::size_t>(options.batch);
+  if (train.n < batch)
+    throw Error(ErrorKind::usage, "--batch " + std::to_string(batch) + " is larger than the " +
+                                      std::to_string(train.n) + " training samples");
+  const std::size_t steps_per_epoch = train.n / batch;  // drop last
+  const std::size_t total_steps = steps_per_epoch * static_cast<std::size_t>(options.epochs);
+
+  // FP16 first, so the FP32 runs can measure underflow at the FP16 run's scale of each epoch.
+  std::vector<std::string> order = options.precisions;
+  std::stable_partition(order.begin(), order.end(), [](const std::string& p) { return p == "fp16"; });
+
+  try {
+    for (const std::string& p : order) {
+      const auto precision = nn::parse_precision(p);
+      std::optional<DeviceSplit> train_dev, test_dev;
+      for (int s = 0; s < options.seeds; ++s) {
+        const std::uint64_t seed = static_cast<std::uint64_t>(s) + 1;
+        nn::TrainerOptions to;
+        to.model = *model;
+        to.precision = *precision;
+        to.batch = options.batch;
+        to.input = input;
+        to.seed = seed;
+        to.learning_rate = options.learning_rate;
+        to.momentum = options.momentum;
+        to.weight_decay = options.weight_decay;
+        to.device = options.device;
+        nn::Trainer trainer(to);
+        const cudaStream_t stream = trainer.stream();
+        if (!train_dev) {
+          train_dev = upload(train, trainer.input_format().dtype);
+          test_dev = upload(test, trainer.input_format().dtype);
+        }
+        gpu::DeviceBuffer index(train.n * sizeof(std::int32_t));
+        gpu::DeviceBuffer shuffled_x(train.n * train_dev->row_bytes);
+        gpu::DeviceBuffer shuffled_y(train.n * sizeof(std::int32_t));
+        const gpu::Event start = gpu::Event::create(), stop = gpu::Event::create();
+
+        AmpRunRecord rec;
+        rec.precision = p;
+        rec.seed = seed;
+        std::size_t step = 0;
+        for (int e = 1; e <= options.epochs && !rec.diverged; ++e) {
+          const std::vector<std::int32_t> perm = epoch_order(train.n, seed, e);
+          GB_CHECK_CUDA(cudaMemcpyAsync(index.data(), perm.data(), perm.size() * 4,
+                                        cudaMemcpyHostToDevice, stream));
+          gpu::gather_rows(train_dev->x.data(), index.as<std::int32_t>(), train.n,
+                           train_dev->row_bytes, shuffled_x.data(), stream);
+          gpu::gather_rows(train_dev->y.data(), index.as<std::int32_t>(), train.n, 4,
+                           shuffled_y.data(), stream);
+          GB_CHECK_CUDA(cudaStreamSynchronize(stream));  // perm stays valid until the copy ran
+
+          AmpEpoch ep;
+          ep.epoch = e;
+          double loss_sum = 0;
+          std::size_t loss_n = 0;
+          start.record(stream);
+          for (std::size_t i = 0; i < steps_per_epoch; ++i, ++step) {
+            trainer.set_learning_rate(static_cast<float>(amp_learning_rate(
+                options.learning_rate, step, steps_per_epoch, total_steps)));
+            nn::DeviceBatch b;
+            b.images = static_cast<const std::uint8_t*>(shuffled_x.data()) +
+                       i * batch * train_dev->row_bytes;
+            b.labels = shuffled_y.as<std::int32_t>() + i * batch;
+            trainer.train_step(b);
+            if ((i + 1) % kLossEvery == 0 || i + 1 == steps_per_epoch) {
+              const nn::StepResult r = trainer.last_step();
+              if (!std::isfinite(r.loss) && !r.skipped) {
+                rec.diverged = true;
+                break;
+              }
+              if (std::isfinite(r.loss)) {
+                loss_sum += r.loss;
+                ++loss_n;
+              }
+              throw_if_cancelled();
+            }
+          }
+          stop.record(stream);
+          stop.synchronize();
+          ep.seconds = gpu::Event::elapsed_ms(start, stop) / 1000.0;
+          ep.images_per_s = ep.seconds > 0
+                                ? static_cast<double>(steps_per_epoch * batch) / ep.seconds
+                                : 0;
+          ep.train_loss = loss_n ? loss_sum / static_cast<double>(loss_n) : NAN;
+
+          const auto stats = trainer.scaler_stats();
+          ep.loss_scale = stats.scale;
+          ep.skipped_steps = stats.skipped;
+          if (p == "fp32") {
+            const std::vector<float> g = trainer.gradients();
+            std::size_t nonzero = 0, under = 0, under_scaled = 0;
+            const AmpRunRecord* f16 = find_record(out.records, "fp16", seed);
+            const double scale =
+                f16 && static_cast<std::size_t>(e) <= f16->epochs.size()
+                    ? f16->epochs[static_cast<std::size_t>(e) - 1].loss_scale
+                    : 65536.0;
+            for (float v : g) {
+              if (v == 0) continue;
+              ++nonzero;
+              const double a = std::fabs(static_cast<double>(v));
+              if (a < kFp16MinSubnormal) ++under;
+              if (a * scale < kFp16MinSubnormal) ++under_scaled;
+            }
+            if (nonzero) {
+              ep.underflow_unscaled_pct = 100.0 * static_cast<double>(under) /
+                                          static_cast<double>(nonzero);
+              ep.underflow_scaled_pct = 100.0 * static_cast<double>(under_scaled) /
+                                        static_cast<double>(nonzero);
+            }
+          }
+
+          std::size_t correct = 0;
+          for (std::size_t off = 0; off < test.n; off += batch) {
+            const int n = static_cast<int>(std::min(batch, test.n - off));
+            nn::DeviceBatch b;
+            b.images = static_cast<const std::uint8_t*>(test_dev->x.data()) +
+                       off * test_dev->row_bytes;
+            b.labels = test_dev->y.as<std::int32_t>() + off;
+            correct += trainer.evaluate(b, n);
+          }
+          ep.test_accuracy_pct = 100.0 * static_cast<double>(correct) /
+                                 static_cast<double>(test.n);
+          rec.epochs.push_back(ep);
+          std::string line = "amp: " + p + " seed " + std::to_string(seed) + " epoch " +
+                             std::to_string(e) + "/" + std::to_string(options.epochs) +
+                             ": loss " + fmt("%.4f", ep.train_loss) + ", test " +
+                             fmt("%.2f", ep.test_accuracy_pct) + " %, " +
+                             fmt("%.0f", ep.images_per_s) + " images/s";
+          if (p == "fp16")
+            line += ", scale " + fmt("%.0f", ep.loss_scale) + ", skipped " +
+                    std::to_string(ep.skipped_steps);
+          if (rec.diverged) line += " -- diverged (non-finite loss), run stopped";
+          sink.progress(line);
+        }
+        rec.steps = step;
+        out.records.push_back(std::move(rec));
+      }
+    }
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::interrupted) throw;
+    out.interrupted = true;
+  }
+  add_amp_results(out.records, options, sink);
+  return out;
+}
+
+#endif  // GPUBASE_WITH_NN
+
+}  // namespace gb::bench

@@ -1,0 +1,220 @@
+// test_bench_amp.cpp: the amp study's CPU half: the learning-rate schedule, option checks, and
+// the results, verdict and advice made from per-run records (no GPU needed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "bench/amp.hpp"
+#include "core/error.hpp"
+
+namespace gb::bench {
+namespace {
+
+AmpRunRecord record(const std::string& p, std::uint64_t seed, double acc, double rate,
+                    double scale = 1, std::size_t skipped = 0) {
+  AmpRunRecord r;
+  r.precision = p;
+  r.seed = seed;
+  r.steps = 1000;
+  for (int e = 1; e <= 3; ++e) {
+    AmpEpoch ep;
+    ep.epoch = e;
+    ep.test_accuracy_pct = acc - (3 - e);  // improves over epochs; the last one counts
+    ep.train_loss = 0.5 / e;
+    ep.images_per_s = e == 1 ? rate / 10 : rate;  // the first epoch (warm-up) is left out
+    ep.loss_scale = scale;
+    ep.skipped_steps = skipped;
+    if (p == "fp32") {
+      ep.underflow_unscaled_pct = 12.0;
+      ep.underflow_scaled_pct = 0.5;
+    }
+    r.epochs.push_back(ep);
+  }
+  return r;
+}
+
+const Result* find(ResultSink& sink, const std::string& key) {
+  for (const Result& r : sink.results())
+    if (r.key == key) return &r;
+  return nullptr;
+}
+
+std::vector<AmpRunRecord> study(double fp16_delta, double bf16_delta, double fp16_rate = 2000) {
+  std::vector<AmpRunRecord> v;
+  const double fp32_acc[] = {92.0, 92.2, 91.9};
+  for (std::uint64_t s = 1; s <= 3; ++s) {
+    const double a = fp32_acc[s - 1];
+    v.push_back(record("fp32", s, a, 1000));
+    v.push_back(record("tf32", s, a + 0.05, 1500));
+    v.push_back(record("fp16", s, a + fp16_delta + 0.02 * static_cast<double>(s), fp16_rate,
+                       32768, 3));
+    v.push_back(record("bf16", s, a + bf16_delta, 1900));
+  }
+  return v;
+}
+
+TEST(AmpSchedule, WarmsUpLinearlyThenFollowsACosineToZero) {
+  EXPECT_DOUBLE_EQ(amp_learning_rate(0.2, 0, 10, 110), 0.02);
+  EXPECT_DOUBLE_EQ(amp_learning_rate(0.2, 9, 10, 110), 0.2);
+  EXPECT_DOUBLE_EQ(amp_learning_rate(0.2, 10, 10, 110), 0.2);  // cosine starts at the peak
+  EXPECT_NEAR(amp_learning_rate(0.2, 10 + 50, 10, 111), 0.1, 1e-3);  // halfway
+  EXPECT_NEAR(amp_learning_rate(0.2, 109, 10, 110), 0.0, 1e-12);     // last step
+  for (std::size_t s = 10; s + 1 < 110; ++s)
+    EXPECT_GE(amp_learning_rate(0.2, s, 10, 110), amp_learning_rate(0.2, s + 1, 10, 110));
+}
+
+TEST(AmpOptionsCheck, NamesTheBadOption) {
+  AmpOptions o;
+  o.precisions = {"fp32", "fp8"};
+  try {
+    validate_amp_options(o);
+    FAIL() << "fp8 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(e.what()).find("'fp8'"), std::string::npos);
+  }
+  o = AmpOptions{};
+  o.seeds = 0;
+  EXPECT_THROW(validate_amp_options(o), Error);
+  o = AmpOptions{};
+  o.model = "vgg";
+  EXPECT_THROW(validate_amp_options(o), Error);
+  EXPECT_NO_THROW(validate_amp_options(AmpOptions{}));
+}
+
+TEST(AmpResults, PairsSeedsAgainstFp32AndPassesASmallLoss) {
+  ResultSink sink;
+  AmpOptions o;
+  add_amp_results(study(-0.3, -0.1), o, sink);
+
+  const Result* acc = find(sink, "amp.fp32.test_accuracy.pct");
+  ASSERT_TRUE(acc && acc->value);
+  EXPECT_NEAR(*acc->value, (92.0 + 92.2 + 91.9) / 3, 1e-9);  // mean over seeds, last epoch
+
+  const Result* change = find(sink, "amp.fp16.accuracy_change.points");
+  ASSERT_TRUE(change && change->value);
+  EXPECT_NEAR(*change->value, -0.3 + 0.04, 1e-9);  // mean of -0.28, -0.26, -0.24
+  EXPECT_TRUE(change->find_param("noise band").has_value());
+
+  const Result* loss = find(sink, "amp.accuracy_loss.pct");
+  ASSERT_TRUE(loss && loss->value);
+  EXPECT_NEAR(*loss->value, 0.26, 1e-9);  // the worse of fp16 (0.26) and bf16 (0.1)
+  EXPECT_EQ(loss->find_param("precision"), "fp16");
+  EXPECT_EQ(loss->status, Status::pass);
+
+  const Result* speed = find(sink, "amp.fp16.speedup");
+  ASSERT_TRUE(speed && speed->value);
+  EXPECT_NEAR(*speed->value, 2.0, 1e-9);  // first (warm-up) epoch left out
+  EXPECT_EQ(speed->status, Status::info);
+
+  const Result* spread = find(sink, "amp.seed_spread.points");
+  ASSERT_TRUE(spread && spread->value);
+  EXPECT_NEAR(*spread->value, std::sqrt(((0.0333) * (0.0333) + 0.1667 * 0.1667 + 0.1333 * 0.1333) / 2),
+              1e-3);
+  EXPECT_EQ(spread->status, Status::pass);
+
+  const Result* scale = find(sink, "amp.fp16.loss_scale");
+  ASSERT_TRUE(scale && scale->value);
+  EXPECT_DOUBLE_EQ(*scale->value, 32768);
+  const Result* skipped = find(sink, "amp.fp16.skipped_steps");
+  ASSERT_TRUE(skipped && skipped->value);
+  EXPECT_DOUBLE_EQ(*skipped->value, 9);  // 3 per seed
+  EXPECT_EQ(skipped->status, Status::info);  // 9 of 3000 steps: under 1 %
+
+  const Result* under = find(sink, "amp.fp16.grad_underflow.unscaled.pct");
+  ASSERT_TRUE(under && under->value);
+  EXPECT_DOUBLE_EQ(*under->value, 12.0);
+}
+
+TEST(AmpResults, FailsAndAdvisesBf16WhenFp16LosesTwoPoints) {
+  ResultSink sink;
+  add_amp_results(study(-2.5, -0.1), AmpOptions{}, sink);
+  const Result* loss = find(sink, "amp.accuracy_loss.pct");
+  ASSERT_TRUE(loss);
+  EXPECT_EQ(loss->status, Status::fail);
+  EXPECT_NE(loss->advice.find("BF16"), std::string::npos);
+  EXPECT_NE(loss->reason.find("fp16 loses"), std::string::npos);
+}
+
+TEST(AmpResults, WarnsBetweenOneAndTwoPoints) {
+  ResultSink sink;
+  add_amp_results(study(-0.1, -1.5), AmpOptions{}, sink);
+  const Result* loss = find(sink, "amp.accuracy_loss.pct");
+  ASSERT_TRUE(loss);
+  EXPECT_EQ(loss->status, Status::warn);
+  EXPECT_EQ(loss->find_param("precision"), "bf16");
+}
+
+TEST(AmpResults, SaysWhenMixedPrecisionDoesNotPay) {
+  ResultSink sink;
+  add_amp_results(study(0, 0, 800), AmpOptions{}, sink);  // fp16 slower than fp32
+  const Result* speed = find(sink, "amp.fp16.speedup");
+  ASSERT_TRUE(speed);
+  EXPECT_EQ(speed->status, Status::warn);
+  EXPECT_NE(speed->advice.find("launch"), std::string::npos);
+  const Result* loss = find(sink, "amp.accuracy_loss.pct");
+  ASSERT_TRUE(loss);
+  EXPECT_TRUE(loss->find_param("speed").has_value());
+}
+
+TEST(AmpResults, ADivergedPrecisionFailsInsteadOfReportingANumber) {
+  auto v = study(0, 0);
+  for (AmpRunRecord& r : v)
+    if (r.precision == "fp16") r.diverged = true;
+  ResultSink sink;
+  add_amp_results(v, AmpOptions{}, sink);
+  const Result* acc = find(sink, "amp.fp16.test_accuracy.pct");
+  ASSERT_TRUE(acc);
+  EXPECT_EQ(acc->status, Status::fail);
+  EXPECT_FALSE(acc->value.has_value());
+  EXPECT_EQ(find(sink, "amp.fp16.accuracy_change.points"), nullptr);
+}
+
+TEST(AmpResults, WarnsWhenSeedsAreTooNoisyAndWhenTheScaleCollapses) {
+  std::vector<AmpRunRecord> v{record("fp32", 1, 90, 1000), record("fp32", 2, 91, 1000),
+                              record("fp16", 1, 90, 900, 0.25, 500),
+                              record("fp16", 2, 91, 900, 0.5, 400)};
+  ResultSink sink;
+  AmpOptions o;
+  o.precisions = {"fp32", "fp16"};
+  o.seeds = 2;
+  add_amp_results(v, o, sink);
+  const Result* spread = find(sink, "amp.seed_spread.points");
+  ASSERT_TRUE(spread);
+  EXPECT_EQ(spread->status, Status::warn);
+  const Result* scale = find(sink, "amp.fp16.loss_scale");
+  ASSERT_TRUE(scale);
+  EXPECT_EQ(scale->status, Status::warn);
+  EXPECT_NE(scale->advice.find("BF16"), std::string::npos);
+  const Result* skipped = find(sink, "amp.fp16.skipped_steps");
+  ASSERT_TRUE(skipped);
+  EXPECT_EQ(skipped->status, Status::warn);  // 900 of 2000 steps
+}
+
+TEST(AmpSkipped, EveryPrecisionAndTheChecklistFigureSayWhy) {
+  ResultSink sink;
+  add_amp_skipped(AmpOptions{}, "no NVIDIA GPU found", sink);
+  const Result* loss = find(sink, "amp.accuracy_loss.pct");
+  ASSERT_TRUE(loss);
+  EXPECT_EQ(loss->status, Status::skipped);
+  EXPECT_EQ(loss->reason, "no NVIDIA GPU found");
+  EXPECT_NE(find(sink, "amp.bf16.images_per_s"), nullptr);
+}
+
+TEST(AmpData, DefaultDirectoryComesFromTheEnvironmentFirst) {
+  const auto dir = std::filesystem::temp_directory_path() / "gb-amp-env-test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "train-images-idx3-ubyte.gz") << "x";
+  ::setenv("GPUBASE_FASHION_MNIST", dir.c_str(), 1);
+  EXPECT_EQ(default_fashion_mnist_dir(), dir.string());
+  ::setenv("GPUBASE_FASHION_MNIST", "/nonexistent-gb-dir", 1);
+  EXPECT_NE(default_fashion_mnist_dir(), "/nonexistent-gb-dir");
+  ::unsetenv("GPUBASE_FASHION_MNIST");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gb::bench
