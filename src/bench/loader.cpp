@@ -168,6 +168,7 @@ data::LoaderOptions loader_options(const LoaderBenchOptions& o, unsigned workers
   lo.sample_bytes = static_cast<std::size_t>(o.image_size) * o.image_size * 3;
   lo.workers = workers;
   lo.prefetch_depth = o.prefetch_depth;
+  lo.strict = o.strict;
   return lo;
 }
 
@@ -177,6 +178,13 @@ std::optional<data::Batch> next_batch(data::Loader& loader, std::uint32_t& epoch
     if (cancel_requested()) return std::nullopt;
     loader.start_epoch(++epoch);
   }
+}
+
+std::optional<LoaderDecode> parse_loader_decode(std::string_view text) {
+  if (text == "cpu") return LoaderDecode::cpu;
+  if (text == "gpu") return LoaderDecode::gpu;
+  if (text == "both") return LoaderDecode::both;
+  return std::nullopt;
 }
 
 std::vector<unsigned> default_worker_sweep(unsigned cores) {
@@ -301,7 +309,74 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset&,
   return std::nullopt;  // a build without CUDA has no GPU half
 }
 std::optional<BatchCopyMeasurement> measure_batch_copy(std::size_t) { return std::nullopt; }
+std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset&,
+                                                       const LoaderBenchOptions&, ResultSink&,
+                                                       std::string& why_not) {
+  why_not = "built without CUDA: the GPU decode path needs nvJPEG and a GPU";
+  return std::nullopt;
+}
 #endif
+
+std::vector<Result> gpu_decode_results(const std::optional<GpuDecodeMeasurement>& m,
+                                       const std::string& why_not) {
+  const char* key = "loader.gpu_decode.images_per_s";
+  const char* label = "loader GPU decode path (nvJPEG), end to end";
+  if (!m) return {Result::skipped(key, label, "images/s", why_not)};
+  std::vector<Result> out;
+  Result r = Result::measured(key, label, "images/s", m->batch_images_per_s);
+  r.reference("achievable", kTorchvisionNvjpegImagesPerS,
+              "torchvision batched nvJPEG decode alone, 500x375 JPEGs, H200 (DESIGN.md)");
+  r.param("backend", m->backend + (m->backend_note.empty() ? "" : " (" + m->backend_note + ")"))
+      .param("library", m->library)
+      .param("reader_threads", std::to_string(m->workers))
+      .param("wall_images_per_s", fixed(m->wall_images_per_s, 0))
+      .param("images_timed", std::to_string(m->images))
+      .param("batches_timed", std::to_string(m->batches))
+      .param("host_read_ms_per_batch", fixed(m->host_read_ms, 2))
+      .param("decode_ms_per_batch", fixed(m->decode_ms, 2))
+      .param("decode_host_ms_per_batch", fixed(m->decode_host_ms, 2))
+      .param("resize_ms_per_batch", fixed(m->resize_ms, 3))
+      .param("consumer_wait_ms_per_batch", fixed(m->consumer_wait_ms, 2))
+      .param("single_decodes", std::to_string(m->single_decodes))
+      .param("check", "PSNR " + fixed(m->check_psnr_db, 1) + " dB against the CPU path on " +
+                          std::to_string(m->check_images) + " images before timing")
+      .param("target_images_per_s", fixed(kLoaderGpuDecodeTargetImagesPerS, 0))
+      .param("target_source", "issue 4: the nvJPEG path >= 15,000 images/s end to end");
+  if (m->cpu_cores_used) r.param("cpu_cores_used", fixed(*m->cpu_cores_used, 2));
+  if (m->cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", fixed(*m->cpu_busiest_core_pct, 1));
+  if (m->cpu_mean_pct) r.param("cpu_mean_pct", fixed(*m->cpu_mean_pct, 1));
+  out.push_back(std::move(r));
+
+  const double per_batch =
+      m->batches ? static_cast<double>(m->images) / static_cast<double>(m->batches) : 0;
+  auto stage = [&](const std::string& name, const std::string& what, double ms) {
+    Result s = Result::measured("loader.gpu_decode.stage." + name + ".ms", what, "ms", {ms},
+                                /*higher_is_better=*/false);
+    s.param("per", "batch of " + fixed(per_batch, 0) + " images");
+    out.push_back(std::move(s));
+  };
+  stage("read", "GPU path: host read + header + copy per batch (CPU ms, all threads)",
+        m->host_read_ms);
+  stage("decode", "GPU path: nvJPEG decode per batch (GPU)", m->decode_ms);
+  stage("resize", "GPU path: resize-crop-flip-normalize kernel per batch (GPU)", m->resize_ms);
+  if (m->cpu_cores_used) {
+    Result c = Result::measured("loader.gpu_decode.cpu_cores", "GPU path: CPU cores busy",
+                                "cores", {*m->cpu_cores_used}, /*higher_is_better=*/false);
+    c.param("reader_threads", std::to_string(m->workers));
+    out.push_back(std::move(c));
+  }
+  Result bad = Result::measured("loader.gpu_decode.bad_samples",
+                                "GPU path: bad samples (substituted or left at the mean)",
+                                "samples",
+                                {static_cast<double>(m->bad_samples + m->decode_failures)},
+                                /*higher_is_better=*/false);
+  bad.param("before_decode", std::to_string(m->bad_samples))
+      .param("decode_failures", std::to_string(m->decode_failures));
+  for (const std::string& e : m->bad_examples)
+    bad.reason += (bad.reason.empty() ? "" : "; ") + e;
+  out.push_back(std::move(bad));
+  return out;
+}
 
 Result data_wait_result(const std::optional<DataWaitMeasurement>& m, const std::string& why_not) {
   const char* key = "loader.data_wait_share.pct";
@@ -320,41 +395,11 @@ Result data_wait_result(const std::optional<DataWaitMeasurement>& m, const std::
   return r;
 }
 
-LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBenchOptions& options,
-                                    ResultSink& sink) {
-  if (dataset.format() != data::SampleFormat::jpeg) {
-    throw Error(ErrorKind::usage, "loader benchmark needs JPEG samples: " + dataset.source() +
-                                      " (" + std::string(dataset.kind()) + ") holds " +
-                                      std::string(data::to_string(dataset.format())) + " samples");
-  }
-  if (dataset.size() == 0) throw Error(ErrorKind::usage, dataset.source() + ": no samples to load");
-  if (options.batch_size == 0 || options.image_size <= 0 || options.prefetch_depth == 0 ||
-      !(options.seconds_per_point > 0) || !(options.gpu_images_per_s > 0)) {
-    throw Error(ErrorKind::usage,
-                "loader benchmark: batch, size, prefetch, seconds and GPU rate must be positive");
-  }
-  const std::vector<int> cpus = sys::allowed_cpus();
-  const unsigned cores = static_cast<unsigned>(std::max<std::size_t>(cpus.size(), 1));
-  std::vector<unsigned> sweep =
-      options.workers.empty() ? default_worker_sweep(cores) : options.workers;
-  std::sort(sweep.begin(), sweep.end());
-  sweep.erase(std::unique(sweep.begin(), sweep.end()), sweep.end());
-  if (sweep.front() == 0) throw Error(ErrorKind::usage, "loader benchmark: workers must be >= 1");
-
-  for (Fact& f : sys::host_facts(sys::read_host_info())) sink.add_fact(std::move(f));
-  sink.add_fact({"host.usable_cores", "usable cores", std::to_string(cores)});
-  sink.add_fact({"loader.dataset.path", "dataset", dataset.source()});
-  sink.add_fact({"loader.dataset.kind", "dataset kind", std::string(dataset.kind())});
-  sink.add_fact({"loader.dataset.samples", "dataset samples", std::to_string(dataset.size())});
-  sink.add_fact({"loader.batch", "batch size", std::to_string(options.batch_size)});
-  const std::string side = std::to_string(options.image_size);
-  sink.add_fact({"loader.size", "output image", side + "x" + side + "x3 uint8 HWC"});
-  sink.add_fact(
-      {"loader.prefetch", "prefetch depth (batches)", std::to_string(options.prefetch_depth)});
-  sink.add_fact(
-      {"loader.seconds_per_point", "seconds per sweep point", fixed(options.seconds_per_point, 1)});
-
-  LoaderBenchOutcome outcome;
+namespace {
+// The CPU sweep, its summary results, the data-wait share and the batch copy (--decode cpu|both).
+void run_cpu_sweep(const data::Dataset& dataset, const LoaderBenchOptions& options,
+                   const std::vector<unsigned>& sweep, ResultSink& sink,
+                   LoaderBenchOutcome& outcome) {
   for (const unsigned workers : sweep) {
     if (cancel_requested()) break;
     auto point = measure_point(dataset, options, workers);
@@ -424,6 +469,60 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
         sink.add(std::move(r));
       }
     }
+  }
+}
+}  // namespace
+
+LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBenchOptions& options,
+                                    ResultSink& sink) {
+  if (dataset.format() != data::SampleFormat::jpeg) {
+    throw Error(ErrorKind::usage, "loader benchmark needs JPEG samples: " + dataset.source() +
+                                      " (" + std::string(dataset.kind()) + ") holds " +
+                                      std::string(data::to_string(dataset.format())) + " samples");
+  }
+  if (dataset.size() == 0) throw Error(ErrorKind::usage, dataset.source() + ": no samples to load");
+  if (options.batch_size == 0 || options.image_size <= 0 || options.prefetch_depth == 0 ||
+      !(options.seconds_per_point > 0) || !(options.gpu_images_per_s > 0)) {
+    throw Error(ErrorKind::usage,
+                "loader benchmark: batch, size, prefetch, seconds and GPU rate must be positive");
+  }
+  const std::vector<int> cpus = sys::allowed_cpus();
+  const unsigned cores = static_cast<unsigned>(std::max<std::size_t>(cpus.size(), 1));
+  std::vector<unsigned> sweep =
+      options.workers.empty() ? default_worker_sweep(cores) : options.workers;
+  std::sort(sweep.begin(), sweep.end());
+  sweep.erase(std::unique(sweep.begin(), sweep.end()), sweep.end());
+  if (sweep.front() == 0) throw Error(ErrorKind::usage, "loader benchmark: workers must be >= 1");
+
+  for (Fact& f : sys::host_facts(sys::read_host_info())) sink.add_fact(std::move(f));
+  sink.add_fact({"host.usable_cores", "usable cores", std::to_string(cores)});
+  sink.add_fact({"loader.dataset.path", "dataset", dataset.source()});
+  sink.add_fact({"loader.dataset.kind", "dataset kind", std::string(dataset.kind())});
+  sink.add_fact({"loader.dataset.samples", "dataset samples", std::to_string(dataset.size())});
+  sink.add_fact({"loader.batch", "batch size", std::to_string(options.batch_size)});
+  const std::string side = std::to_string(options.image_size);
+  sink.add_fact({"loader.size", "output image", side + "x" + side + "x3 uint8 HWC"});
+  sink.add_fact(
+      {"loader.prefetch", "prefetch depth (batches)", std::to_string(options.prefetch_depth)});
+  sink.add_fact(
+      {"loader.seconds_per_point", "seconds per sweep point", fixed(options.seconds_per_point, 1)});
+
+  LoaderBenchOutcome outcome;
+  if (options.decode != LoaderDecode::gpu) run_cpu_sweep(dataset, options, sweep, sink, outcome);
+  if (options.decode != LoaderDecode::cpu && !outcome.interrupted) {
+    sink.progress("GPU decode path: nvJPEG batches + resize-crop-normalize kernel");
+    std::string why_not;
+    const auto m = measure_gpu_decode(dataset, options, sink, why_not);
+    if (m) {
+      const double median =
+          m->batch_images_per_s.empty() ? 0 : quantile(m->batch_images_per_s, 0.5);
+      sink.progress("  " + grouped(median) + " images/s (" + m->backend + " backend), " +
+                    fixed(m->cpu_cores_used.value_or(0), 1) + " CPU cores busy");
+      if (m->interrupted) outcome.interrupted = true;
+    } else {
+      sink.progress("  skipped: " + why_not);
+    }
+    for (Result& r : gpu_decode_results(m, why_not)) sink.add(std::move(r));
   }
   return outcome;
 }

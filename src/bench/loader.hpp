@@ -15,11 +15,17 @@
 //
 // Results go through a ResultSink (keys: docs/results.md "loader.*"). Ctrl-C ends the sweep: the
 // point in progress is dropped, the points measured are summarised and reported.
+//
+// --decode gpu|both adds the GPU decode path (bench/gpu/loader_nvjpeg.cpp, docs/loader.md): host
+// threads read the files and parse headers, nvJPEG decodes whole batches (the hardware JPEG
+// engines where the card has them), one kernel crops, resizes, flips and normalizes into the
+// batch tensor with the CPU path's crop and flip draws.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/probe.hpp"
@@ -32,6 +38,15 @@ namespace gb::bench {
 inline constexpr double kLoaderTargetPerCoreImagesPerS = 800;
 // The knee: the smallest worker count within this share of the best rate.
 inline constexpr double kLoaderKneeShare = 0.97;
+// The target for the GPU decode path, end to end (files to the normalized batch tensor).
+inline constexpr double kLoaderGpuDecodeTargetImagesPerS = 15000;
+// torchvision's batched nvJPEG decode alone, 500x375 JPEGs, on the H200 (DESIGN.md).
+inline constexpr double kTorchvisionNvjpegImagesPerS = 21000;
+
+// Which decode paths `gpubase loader` measures: the CPU sweep, the GPU (nvJPEG) path, or both
+// (the CPU sweep first).
+enum class LoaderDecode { cpu, gpu, both };
+std::optional<LoaderDecode> parse_loader_decode(std::string_view text);  // "cpu", "gpu", "both"
 
 struct LoaderBenchOptions {
   std::size_t batch_size = 256;
@@ -43,6 +58,14 @@ struct LoaderBenchOptions {
   // The GPU step the loader feeds for the data-wait share: batch / gpu_images_per_s long.
   // 3,000 images/s is about an eager-PyTorch ResNet-50 step on an H200 (bench/NOTES.md).
   double gpu_images_per_s = 3000;
+  LoaderDecode decode = LoaderDecode::cpu;
+  bool strict = false;  // a bad sample fails the run, naming the file
+  // The GPU decode path: host threads reading files and parsing headers (0: min(4, cores)),
+  // nvJPEG backend ("auto", "hardware", "gpu_hybrid", "default"), and the largest JPEG a sample
+  // slot holds (larger files are bad samples, counted, with the reason).
+  unsigned gpu_decode_workers = 0;
+  std::string nvjpeg_backend = "auto";
+  std::size_t gpu_max_jpeg_bytes = std::size_t{1} << 20;
 };
 
 // 1, 2, 4, 8, ... below `cores`, then `cores` itself.
@@ -81,8 +104,9 @@ struct LoaderBenchOutcome {
   bool interrupted = false;  // Ctrl-C: the points measured before it
 };
 
-// Runs the sweep on `dataset` and reports facts and results to `sink`. Throws gb::Error (usage)
-// for a dataset whose samples are not JPEGs or bad options.
+// Runs what options.decode asks (the CPU sweep and its data-wait share, the GPU decode path, or
+// both) on `dataset` and reports facts and results to `sink`. Throws gb::Error (usage) for a
+// dataset whose samples are not JPEGs or bad options, and for a bad sample under strict.
 LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBenchOptions& options,
                                     ResultSink& sink);
 
@@ -104,6 +128,42 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
                                                      const LoaderBenchOptions& options,
                                                      unsigned workers);
 Result data_wait_result(const std::optional<DataWaitMeasurement>& m, const std::string& why_not);
+
+// The GPU decode path, measured (bench/gpu/loader_nvjpeg.cpp). Per-batch stage times: host read
+// = CPU time the reader threads spent per batch (read + header + crop draw + copy into the
+// pinned slot, summed over threads); decode = GPU time of the nvJPEG calls (events) and the time
+// the calling thread was blocked in them; resize = the resize-crop-normalize kernel (events).
+struct GpuDecodeMeasurement {
+  std::string backend;       // "hardware", "gpu_hybrid", "default"
+  std::string backend_note;  // why not the hardware engines, when not
+  std::string library;       // "libnvjpeg.so.13 (13.0.1)"
+  unsigned workers = 0;
+  std::vector<double> batch_images_per_s;  // one per timed batch
+  double wall_images_per_s = 0;            // images / wall time of the timed run
+  std::size_t images = 0, batches = 0;
+  double host_read_ms = 0;    // per batch, CPU ms summed over reader threads
+  double decode_ms = 0;       // per batch, GPU (events)
+  double decode_host_ms = 0;  // per batch, the consumer thread inside nvJPEG
+  double resize_ms = 0;       // per batch, GPU (events)
+  double consumer_wait_ms = 0;  // per batch, the consumer waiting for the readers
+  std::optional<double> cpu_cores_used;  // process CPU time / wall time
+  std::optional<double> cpu_busiest_core_pct;
+  std::optional<double> cpu_mean_pct;
+  std::size_t bad_samples = 0;       // rejected before decode (unreadable, bad header, too big)
+  std::size_t decode_failures = 0;   // rejected by nvJPEG's decode (output left at the mean)
+  std::size_t single_decodes = 0;    // images decoded one by one (not batchable, or batch failed)
+  std::vector<std::string> bad_examples;
+  double check_psnr_db = 0;          // validation before timing: GPU vs CPU on the first samples
+  std::size_t check_images = 0;
+  bool interrupted = false;
+};
+// Empty with why_not set when it cannot run: built without CUDA, no GPU, no libnvjpeg.
+std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& dataset,
+                                                       const LoaderBenchOptions& options,
+                                                       ResultSink& sink, std::string& why_not);
+// Its results (loader.gpu_decode.*), or a skipped loader.gpu_decode.images_per_s with why_not.
+std::vector<Result> gpu_decode_results(const std::optional<GpuDecodeMeasurement>& m,
+                                       const std::string& why_not);
 
 // One batch's host-to-device copy from pinned and from pageable memory (median of 5, GB/s):
 // why the loader's slots are pinned. Empty without a GPU.

@@ -25,6 +25,8 @@ struct LoaderCli {
   bench::LoaderBenchOptions bench;
   std::string data;
   std::string workers;  // "1,2,4"; empty: the default sweep
+  std::string decode = "cpu";
+  std::size_t gpu_max_jpeg_kb = 1024;
   OutputOptions out;
   bool save = false;
 };
@@ -83,8 +85,8 @@ fs::path default_dataset(const OutputOptions& out) {
 std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
   auto cli = std::make_shared<LoaderCli>();
   cmd = app.add_subcommand("loader",
-                           "CPU input pipeline: JPEG decode + RandomResizedCrop + flip "
-                           "into batch slots, swept over worker counts");
+                           "input pipeline: JPEG decode + RandomResizedCrop + flip into batch "
+                           "slots, swept over worker counts (CPU), or nvJPEG on the GPU");
   cmd->add_option("--data", cli->data,
                   "dataset (ImageFolder, WebDataset shards, .gbpack; JPEG samples); default: a "
                   "built-in synthetic set");
@@ -102,6 +104,22 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_option("--seed", cli->bench.seed, "shuffle and augmentation seed")
       ->capture_default_str();
+  cmd->add_option("--decode", cli->decode,
+                  "cpu: libjpeg-turbo sweep; gpu: nvJPEG decode + GPU resize-crop-normalize; "
+                  "both: the CPU sweep, then the GPU path")
+      ->capture_default_str();
+  cmd->add_option("--gpu-workers", cli->bench.gpu_decode_workers,
+                  "GPU path: host threads reading files (default: min(4, cores))");
+  cmd->add_option("--nvjpeg-backend", cli->bench.nvjpeg_backend,
+                  "GPU path: auto (hardware JPEG engines, else GPU hybrid), hardware, gpu_hybrid, "
+                  "default")
+      ->capture_default_str();
+  cmd->add_option("--gpu-max-jpeg-kb", cli->gpu_max_jpeg_kb,
+                  "GPU path: largest JPEG a pinned sample slot holds (larger files are bad "
+                  "samples)")
+      ->capture_default_str();
+  cmd->add_flag("--strict", cli->bench.strict,
+                "fail on the first bad file (naming it) instead of skipping and counting it");
   cmd->add_flag("--save", cli->save, "also save the run under the data folder");
   cmd->add_flag("--json", cli->out.json, "print the run as JSON (schema: docs/results.md)");
   cmd->add_flag("--md", cli->out.markdown, "print the run as Markdown");
@@ -116,6 +134,13 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
 int run_loader_command(const LoaderCli& cli) {
   bench::LoaderBenchOptions options = cli.bench;
   if (!cli.workers.empty()) options.workers = parse_workers(cli.workers);
+  const auto decode = bench::parse_loader_decode(cli.decode);
+  if (!decode)
+    throw Error(ErrorKind::usage, "--decode: '" + cli.decode + "' is not cpu, gpu or both");
+  options.decode = *decode;
+  if (cli.gpu_max_jpeg_kb == 0 || cli.gpu_max_jpeg_kb > 64 * 1024)
+    throw Error(ErrorKind::usage, "--gpu-max-jpeg-kb: 1 .. 65536");
+  options.gpu_max_jpeg_bytes = cli.gpu_max_jpeg_kb * 1024;
 
   Run run;
   run.tool_version = GPUBASE_VERSION;
@@ -124,7 +149,7 @@ int run_loader_command(const LoaderCli& cli) {
   const auto t0 = std::chrono::steady_clock::now();
 
   const fs::path path = cli.data.empty() ? default_dataset(cli.out) : fs::path(cli.data);
-  const auto dataset = data::open_dataset({.path = path});
+  const auto dataset = data::open_dataset({.path = path, .strict = options.strict});
   bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
   const bench::LoaderBenchOutcome outcome = bench::run_loader_bench(*dataset, options, sink);
   if (outcome.interrupted)
