@@ -370,6 +370,21 @@ std::size_t Trainer::parameter_count() const { return impl_->net.params().count(
 std::size_t Trainer::parameter_bytes() const { return impl_->net.params().bytes(); }
 std::size_t Trainer::device_bytes() const { return impl_->device_bytes(); }
 
+std::vector<float> Trainer::gradients() {
+  const StepState s = impl_->read_state();  // waits for the last step
+  const float inv_scale =
+      impl_->options.precision == Precision::fp16 && s.record.scale > 0 ? 1.f / s.record.scale
+                                                                         : 1.f;
+  const ParamStore& ps = impl_->net.params();
+  std::vector<float> out;
+  out.reserve(ps.count());
+  for (std::size_t id = 0; id < ps.infos().size(); ++id) {
+    const std::vector<float> g = ps.get_grad(static_cast<int>(id));  // logical (KCRS) order
+    for (float v : g) out.push_back(v * inv_scale);
+  }
+  return out;
+}
+
 Trainer::ScalerStats Trainer::scaler_stats() {
   if (impl_->options.precision != Precision::fp16) return {};
   const StepState s = impl_->read_state();

@@ -91,6 +91,14 @@ TEST_P(NnTrainerPrecision, SmallResnetLossFallsOnAFixedBatch) {
   const std::size_t correct_after = t.evaluate(b.batch(), 64);
   EXPECT_LE(correct_after, 64u);
   EXPECT_GT(correct_after, correct_before);
+  const std::vector<float> grads = t.gradients();
+  EXPECT_EQ(grads.size(), t.parameter_count());
+  if (!last.skipped) {
+    std::size_t nonfinite = 0, nonzero = 0;
+    for (float g : grads) nonfinite += std::isfinite(g) ? 0 : 1, nonzero += g != 0.f ? 1 : 0;
+    EXPECT_EQ(nonfinite, 0u);
+    EXPECT_GT(nonzero, grads.size() / 2);
+  }
   if (GetParam() == Precision::fp16) {
     // GradScaler semantics: a few early steps may overflow at 2^16 and be skipped, each halving
     // the scale; no growth within 2000 clean steps.
