@@ -86,10 +86,12 @@ double run_images_per_s(const AmpRunRecord& r);
 void add_amp_results(const std::vector<AmpRunRecord>& records, const AmpOptions& options,
                      ResultSink& sink);
 
-// Every result the study would produce, skipped with `reason` (no GPU, no engine, no data).
+// The study did not run (no GPU, no engine): the checklist figure, skipped with `reason`.
 void add_amp_skipped(const AmpOptions& options, const std::string& reason, ResultSink& sink);
 
 struct AmpOutcome {
+  bool gpu_found = true;
+  std::string no_gpu_reason;  // set when gpu_found is false (or the build has no engine)
   bool interrupted = false;
   std::vector<AmpRunRecord> records;
 };

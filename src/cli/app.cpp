@@ -19,6 +19,7 @@
 #include "cli/output.hpp"
 #include "cli/signals.hpp"
 #include "cli/train_cmd.hpp"
+#include "cli/amp_cmd.hpp"
 #include "cli/watch_cmd.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -161,6 +162,9 @@ int dispatch(int argc, char** argv) {
   CLI::App* train = nullptr;
   const auto train_opts = add_train_command(app, train);
 
+  CLI::App* amp = nullptr;
+  const auto amp_opts = add_amp_command(app, amp);
+
   OutputOptions report_out;
   std::string report_file;
   auto* report = app.add_subcommand("report", "render a saved run (terminal, Markdown or JSON)");
@@ -192,6 +196,7 @@ int dispatch(int argc, char** argv) {
   if (*dataset) return run_dataset_command(*dataset_opts);
   if (*loader) return run_loader_command(*loader_opts);
   if (*train) return run_train_command(*train_opts);
+  if (*amp) return run_amp_command(*amp_opts);
   if (*report) {
     Run run = load_run(report_file);
     emit_run(run, report_out);

@@ -12,5 +12,6 @@ std::string watch_help();
 std::string dataset_help();
 std::string loader_help();
 std::string train_help();
+std::string amp_help();
 
 }  // namespace gb::cli

@@ -188,6 +188,7 @@ constexpr SectionAlias kAliases[] = {
 
 std::string section_prefix(const std::string& key) {
   if (key.starts_with("train.")) return "train";
+  if (key.starts_with("amp.")) return "amp";
   const auto first = key.find('.');
   if (first == std::string::npos) return key;
   const auto second = key.find('.', first + 1);
@@ -222,6 +223,8 @@ SectionInfo section_info(const std::string& prefix) {
       {"watch.perf", {"perf_event counters (the job)", Layout::monitor}},
       {"watch.self", {"gpubase itself", Layout::monitor}},
       {"train", {"Training throughput (synthetic batch on the GPU)", Layout::training}},
+      {"amp", {"Mixed precision: FP32 / TF32 / FP16 / BF16, same weights and data order",
+               Layout::monitor}},
   };
   const auto it = kSections.find(prefix);
   if (it != kSections.end()) return it->second;

@@ -194,14 +194,14 @@ TEST(AmpResults, WarnsWhenSeedsAreTooNoisyAndWhenTheScaleCollapses) {
   EXPECT_EQ(skipped->status, Status::warn);  // 900 of 2000 steps
 }
 
-TEST(AmpSkipped, EveryPrecisionAndTheChecklistFigureSayWhy) {
+TEST(AmpSkipped, TheChecklistFigureSaysWhyInOneLine) {
   ResultSink sink;
   add_amp_skipped(AmpOptions{}, "no NVIDIA GPU found", sink);
   const Result* loss = find(sink, "amp.accuracy_loss.pct");
   ASSERT_TRUE(loss);
   EXPECT_EQ(loss->status, Status::skipped);
   EXPECT_EQ(loss->reason, "no NVIDIA GPU found");
-  EXPECT_NE(find(sink, "amp.bf16.images_per_s"), nullptr);
+  EXPECT_EQ(sink.results().size(), 1u);
 }
 
 TEST(AmpData, DefaultDirectoryComesFromTheEnvironmentFirst) {

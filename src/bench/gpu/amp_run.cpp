@@ -108,6 +108,8 @@ AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
   std::string why;
   if (cuda_device_count(why) == 0) {
     add_amp_skipped(options, why, sink);
+    out.gpu_found = false;
+    out.no_gpu_reason = why;
     return out;
   }
   const std::string dir = options.data.empty() ? default_fashion_mnist_dir() : options.data;
