@@ -1,64 +1,96 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh [out-dir]: the one script for a GPU host. Builds (Release, sm_90 unless
-# CUDA_ARCH is set), runs the GPU tests (ctest -L gpu), then the probe (full and --quick) and
-# the side-by-side PyTorch comparison. SKIP_PROBE=1 leaves out the probe parts. Leaves JSON results in out-dir (default $OUT or ./out).
-# Budget: under 10 minutes on an H200 (build ~3 min, tests ~1 min, probes ~75 s, torch ~60 s).
+# CUDA_ARCH is set), then runs the parts named in PARTS (default: all, in this order):
+#   tests   ctest -L gpu (every kernel and layer against its CPU reference)
+#   probe   gpubase probe (full and --quick), Ctrl-C keeps what was measured, baseline --quick,
+#           and the probe side by side with PyTorch
+#   loader  gpubase loader (CPU sweep + data-wait share, then the nvJPEG path) and the loader
+#           side by side with the torch DataLoader on 2,000 synthetic ImageNet-like JPEGs
+#   train   bench/train_vs_torch.py: gpubase train and PyTorch, ResNet-50 x 4 precisions and
+#           MobileNetV2 FP32/FP16 at batch 256, in one run
+#   amp     gpubase amp: the default study (4 precisions x 3 seeds on Fashion-MNIST, from
+#           $GPUBASE_FASHION_MNIST or ../shared/data/fashion-mnist)
+# e.g. PARTS=tests,train bash scripts/gpu-check.sh out/. Leaves JSON results and logs in out-dir
+# (default $OUT or ./out). One part takes 1-5 minutes on an H200; the build about 3.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUTDIR=${1:-${OUT:-$ROOT/out}}
 BUILD=${BUILD:-$ROOT/build-gpu}
+PARTS=${PARTS:-tests,probe,loader,train,amp}
 mkdir -p "$OUTDIR"
 status=0
-step() { echo; echo "== $* =="; }
+step() { echo; echo "== $* == ($(date +%T))"; }
+wanted() { [[ ",$PARTS," == *",$1,"* ]]; }
+has_torch() { command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null; }
 
 step build
 "$ROOT/scripts/build.sh" "$BUILD" >"$OUTDIR/build.log" 2>&1 || { tail -50 "$OUTDIR/build.log"; exit 1; }
 grep -E "warning" "$OUTDIR/build.log" | head -20
 GPUBASE=$BUILD/apps/gpubase/gpubase
 
-step "GPU tests"
-ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 300 \
-  --output-junit "$OUTDIR/gpu-tests.xml" 2>&1 | tail -40 || status=1
+if wanted tests; then
+  step "GPU tests"
+  ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 300 \
+    --output-junit "$OUTDIR/gpu-tests.xml" > "$OUTDIR/gpu-tests.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Exception|Timeout|Not Run" \
+    "$OUTDIR/gpu-tests.log" | head -60
+fi
 
-if [[ -z ${SKIP_PROBE:-} ]]; then
-step "probe (full)"
-TIMEFORMAT="probe wall %R s"
-time "$GPUBASE" probe --json -o "$OUTDIR/probe.json" || status=1
-"$GPUBASE" report "$OUTDIR/probe.json" --no-color >"$OUTDIR/probe.txt"
-cat "$OUTDIR/probe.txt"
+if wanted probe; then
+  step "probe (full)"
+  TIMEFORMAT="probe wall %R s"
+  time "$GPUBASE" probe --json -o "$OUTDIR/probe.json" || status=1
+  "$GPUBASE" report "$OUTDIR/probe.json" --no-color >"$OUTDIR/probe.txt"
+  cat "$OUTDIR/probe.txt"
 
-step "probe --quick"
-TIMEFORMAT="probe --quick wall %R s"
-time "$GPUBASE" probe --quick --quiet --json -o "$OUTDIR/probe-quick.json" || status=1
+  step "probe --quick"
+  TIMEFORMAT="probe --quick wall %R s"
+  time "$GPUBASE" probe --quick --quiet --json -o "$OUTDIR/probe-quick.json" || status=1
 
-step "Ctrl-C during a run keeps what was measured"
-timeout --preserve-status -s INT 6 "$GPUBASE" probe --json -o "$OUTDIR/interrupted.json"
-rc=$?
-echo "exit code after SIGINT: $rc (expected 130)"
-[[ $rc == 130 ]] || status=1
-grep -c '"key": "probe\.' "$OUTDIR/interrupted.json" | sed 's/^/results kept: /'
+  step "Ctrl-C during a run keeps what was measured"
+  timeout --preserve-status -s INT 6 "$GPUBASE" probe --json -o "$OUTDIR/interrupted.json"
+  rc=$?
+  echo "exit code after SIGINT: $rc (expected 130)"
+  [[ $rc == 130 ]] || status=1
+  grep -c '"key": "probe\.' "$OUTDIR/interrupted.json" | sed 's/^/results kept: /'
 
-step "baseline --quick (saved under a scratch GPUBASE_HOME)"
-GPUBASE_HOME=$(mktemp -d) "$GPUBASE" baseline --quick --quiet --no-color | tail -25
-[[ ${PIPESTATUS[0]} -le 1 ]] || status=1
+  step "baseline --quick (saved under a scratch GPUBASE_HOME)"
+  GPUBASE_HOME=$(mktemp -d) "$GPUBASE" baseline --quick --quiet --no-color | tail -25
+  [[ ${PIPESTATUS[0]} -le 1 ]] || status=1
 
-fi  # SKIP_PROBE
-
-step "loader: worker sweep on the built-in synthetic set, then the data-wait share on the GPU"
-GPUBASE_HOME=$(mktemp -d) "$GPUBASE" loader --seconds 3 --no-color --json -o "$OUTDIR/loader.json" \
-  && "$GPUBASE" report --no-color "$OUTDIR/loader.json" | sed -n '/^Loader/,/^Baseline/p' \
-  || status=1
-
-if command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null; then
-  if [[ -z ${SKIP_PROBE:-} ]]; then
-    step "side by side with PyTorch"
+  if has_torch; then
+    step "probe side by side with PyTorch"
     python3 "$ROOT/bench/probe_vs_torch.py" --gpubase "$OUTDIR/probe.json" \
       --out "$OUTDIR/bench-vs-torch.json" || status=1
   fi
-  step "loader side by side with the torch DataLoader (2,000 synthetic ImageNet-like JPEGs)"
-  synth=$(mktemp -d)/synth
-  "$GPUBASE" dataset synth --out "$synth" --images 2000 --classes 20 -q \
-    && python3 "$ROOT/bench/loader_vs_torch.py" --gpubase "$GPUBASE" --data "$synth" \
-         --workers "1,$(nproc)" --seconds 8 --out "$OUTDIR/loader-vs-torch.json" || status=1
+fi
+
+if wanted loader; then
+  step "loader: CPU worker sweep and the data-wait share on the GPU, then the nvJPEG path"
+  GPUBASE_HOME=$(mktemp -d) "$GPUBASE" loader --decode both --seconds 3 --no-color --json \
+    -o "$OUTDIR/loader.json" || status=1
+  "$GPUBASE" report --no-color "$OUTDIR/loader.json" > "$OUTDIR/loader.txt"
+  sed -n '/^Loader/,/^Baseline/p' "$OUTDIR/loader.txt"
+  if has_torch; then
+    step "loader side by side with the torch DataLoader (2,000 synthetic ImageNet-like JPEGs)"
+    synth=$(mktemp -d)/synth
+    "$GPUBASE" dataset synth --out "$synth" --images 2000 --classes 20 -q \
+      && python3 "$ROOT/bench/loader_vs_torch.py" --gpubase "$GPUBASE" --data "$synth" \
+           --workers "1,$(nproc)" --seconds 8 --out "$OUTDIR/loader-vs-torch.json" || status=1
+  fi
+fi
+
+if wanted train && has_torch; then
+  step "train: gpubase and PyTorch side by side"
+  python3 "$ROOT/bench/train_vs_torch.py" --gpubase "$GPUBASE" \
+    --out "$OUTDIR/train-vs-torch.json" || status=1
+fi
+
+if wanted amp; then
+  step "amp: the default mixed-precision study"
+  TIMEFORMAT="amp wall %R s"
+  time "$GPUBASE" amp --no-color --json -o "$OUTDIR/amp.json" || status=1
+  "$GPUBASE" report --no-color "$OUTDIR/amp.json" > "$OUTDIR/amp.txt"
+  cat "$OUTDIR/amp.txt"
 fi
 exit $status
