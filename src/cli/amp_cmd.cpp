@@ -2,14 +2,9 @@
 #include "cli/amp_cmd.hpp"
 
 #include <CLI/CLI.hpp>
-#include <chrono>
-#include <cstdio>
-
 #include "bench/amp.hpp"
 #include "cli/help.hpp"
-#include "cli/output.hpp"
-#include "core/error.hpp"
-#include "diagnose/diagnose.hpp"
+#include "cli/suite_run.hpp"
 
 namespace gb::cli {
 
@@ -40,48 +35,19 @@ std::shared_ptr<AmpCli> add_amp_command(CLI::App& app, CLI::App*& cmd) {
                   "peak learning rate (linear warm-up over the first epoch, cosine to 0)")
       ->capture_default_str();
   cmd->add_option("-d,--device", cli->bench.device, "CUDA device index")->capture_default_str();
-  cmd->add_flag("--save", cli->save, "also save the run under the data folder");
-  cmd->add_flag("--json", cli->out.json, "print the run as JSON (schema: docs/results.md)");
-  cmd->add_flag("--md", cli->out.markdown, "print the run as Markdown");
-  cmd->add_option("-o,--output", cli->out.output_file,
-                  "write the output to FILE instead of stdout");
-  cmd->add_flag("-q,--quiet", cli->out.quiet, "no progress lines on stderr");
-  cmd->add_flag("--no-color", cli->out.no_color, "no ANSI colours (also: NO_COLOR=1)");
+  add_output_options(*cmd, cli->out, &cli->save);
   cmd->footer(amp_help());
   return cli;
 }
 
 int run_amp_command(const AmpCli& cli) {
-  Run run;
-  run.tool_version = GPUBASE_VERSION;
-  run.command = "amp";
-  run.started_at = utc_now_iso8601();
-  const auto t0 = std::chrono::steady_clock::now();
-
+  SuiteRun suite("amp");
   bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
   const bench::AmpOutcome outcome = bench::run_amp(cli.bench, sink);
   if (outcome.interrupted)
     progress_line(cli.out, "interrupted: reporting the runs finished so far");
-
-  run.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  run.environment = std::move(sink.facts());
-  run.results = std::move(sink.results());
-  if (!outcome.gpu_found)
-    run.environment.push_back({"gpu.available", "GPU", "none: " + outcome.no_gpu_reason});
-  if (outcome.interrupted)
-    run.environment.push_back({"run.interrupted", "run", "interrupted by the user (Ctrl-C)"});
-  diagnose::apply_verdicts(run);
-  run.checklist = diagnose::build_checklist(run);
-
-  emit_run(run, cli.out);
-  if (cli.save) progress_line(cli.out, "saved " + save_run(run).string());
-  if (outcome.interrupted) return static_cast<int>(ExitCode::interrupted);
-  if (!outcome.gpu_found) {
-    std::fprintf(stderr, "gpubase: %s\n", outcome.no_gpu_reason.c_str());
-    return static_cast<int>(ExitCode::no_gpu);
-  }
-  return run.worst_status() == Status::fail ? static_cast<int>(ExitCode::check_failed)
-                                            : static_cast<int>(ExitCode::ok);
+  suite.complete(sink, {outcome.gpu_found, outcome.no_gpu_reason, outcome.interrupted});
+  return suite.finish(cli.out, cli.save);
 }
 
 }  // namespace gb::cli

@@ -8,7 +8,6 @@
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <sstream>
 
 #include "bench/probe.hpp"
@@ -17,37 +16,22 @@
 #include "cli/help.hpp"
 #include "cli/loader_cmd.hpp"
 #include "cli/output.hpp"
+#include "cli/suite_run.hpp"
 #include "cli/signals.hpp"
 #include "cli/train_cmd.hpp"
 #include "cli/amp_cmd.hpp"
 #include "cli/watch_cmd.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
-#include "diagnose/diagnose.hpp"
 
 namespace gb::cli {
 
 namespace {
 
-void add_output_options(CLI::App& cmd, OutputOptions& out) {
-  cmd.add_flag("--json", out.json, "print the run as JSON (schema: docs/results.md)");
-  cmd.add_flag("--md", out.markdown, "print the run as Markdown");
-  cmd.add_option("-o,--output", out.output_file, "write the output to FILE instead of stdout");
-  cmd.add_flag("-q,--quiet", out.quiet, "no progress lines on stderr");
-  cmd.add_flag("--no-color", out.no_color, "no ANSI colours (also: NO_COLOR=1)");
-}
-
 struct ProbeCli {
   bench::ProbeOptions probe;
   OutputOptions out;
   bool save = false;
-};
-
-// Runs the probe into a Run; keeps what was measured when interrupted.
-struct SuiteRun {
-  Run run;
-  bench::ProbeOutcome outcome;
-  bool interrupted = false;
 };
 
 // baseline's training figure: ResNet-50 BF16 at batch 256, a few seconds once the model is
@@ -65,16 +49,16 @@ bench::TrainBenchOptions baseline_train_options(const ProbeCli& opts) {
   return t;
 }
 
-SuiteRun run_probe_into(const std::string& command, const ProbeCli& opts,
-                        bool with_train = false) {
-  SuiteRun s;
-  s.run.tool_version = GPUBASE_VERSION;
-  s.run.command = command;
-  s.run.started_at = utc_now_iso8601();
-  const auto t0 = std::chrono::steady_clock::now();
+// Runs the probe (and baseline's training figure) and prints the run; keeps what was measured
+// when interrupted.
+int run_probe_command(const std::string& command, const ProbeCli& opts, bool with_train = false) {
+  SuiteRun suite(command);
   bench::ResultSink sink([&](const std::string& line) { progress_line(opts.out, line); });
+  SuiteEnd end;
   try {
-    s.outcome = bench::run_probe(opts.probe, sink);
+    const bench::ProbeOutcome outcome = bench::run_probe(opts.probe, sink);
+    end.gpu_found = outcome.gpu_found;
+    end.no_gpu_reason = outcome.no_gpu_reason;
     if (with_train) {
       sink.progress("baseline: training throughput, ResNet-50 BF16 batch 256");
       if (bench::run_train_bench(baseline_train_options(opts), sink).interrupted)
@@ -82,36 +66,11 @@ SuiteRun run_probe_into(const std::string& command, const ProbeCli& opts,
     }
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::interrupted) throw;
-    s.interrupted = true;
-    s.outcome.gpu_found = true;
+    end = SuiteEnd{.interrupted = true};
     progress_line(opts.out, "interrupted: reporting what was measured so far");
   }
-  s.run.duration_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  s.run.environment = std::move(sink.facts());
-  s.run.results = std::move(sink.results());
-  if (!s.outcome.gpu_found)
-    s.run.environment.push_back({"gpu.available", "GPU", "none: " + s.outcome.no_gpu_reason});
-  if (s.interrupted)
-    s.run.environment.push_back({"run.interrupted", "run", "interrupted by the user (Ctrl-C)"});
-  diagnose::apply_verdicts(s.run);
-  s.run.checklist = diagnose::build_checklist(s.run);
-  return s;
-}
-
-int finish(const SuiteRun& s, const ProbeCli& opts) {
-  emit_run(s.run, opts.out);
-  if (opts.save) {
-    const auto path = save_run(s.run);
-    progress_line(opts.out, "saved " + path.string());
-  }
-  if (s.interrupted) return static_cast<int>(ExitCode::interrupted);
-  if (!s.outcome.gpu_found) {
-    std::fprintf(stderr, "gpubase: %s\n", s.outcome.no_gpu_reason.c_str());
-    return static_cast<int>(ExitCode::no_gpu);
-  }
-  return s.run.worst_status() == Status::fail ? static_cast<int>(ExitCode::check_failed)
-                                              : static_cast<int>(ExitCode::ok);
+  suite.complete(sink, end);
+  return suite.finish(opts.out, opts.save);
 }
 
 std::vector<std::string> split_list(const std::string& csv) {
@@ -182,7 +141,7 @@ int dispatch(int argc, char** argv) {
   install_signal_handlers();
   if (*probe) {
     probe_opts.probe.sections = split_list(only);
-    return finish(run_probe_into("probe", probe_opts), probe_opts);
+    return run_probe_command("probe", probe_opts);
   }
   if (*baseline) {
     baseline_opts.save = !no_save;
@@ -190,7 +149,7 @@ int dispatch(int argc, char** argv) {
                   "baseline: probe, then a short training run (ResNet-50 BF16; `gpubase train` "
                   "for every model and precision); watch, loader and amp fill their checklist "
                   "rows once they run");
-    return finish(run_probe_into("baseline", baseline_opts, /*with_train=*/true), baseline_opts);
+    return run_probe_command("baseline", baseline_opts, /*with_train=*/true);
   }
   if (*watch) return run_watch_command(*watch_opts);
   if (*dataset) return run_dataset_command(*dataset_opts);

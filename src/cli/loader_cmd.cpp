@@ -4,18 +4,17 @@
 // generation is never mistaken for a dataset) and reused by later runs.
 #include "cli/loader_cmd.hpp"
 
-#include <chrono>
 #include <filesystem>
 #include <sstream>
 
 #include "bench/loader.hpp"
 #include "cli/help.hpp"
 #include "cli/output.hpp"
+#include "cli/suite_run.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "data/open.hpp"
 #include "data/synth.hpp"
-#include "diagnose/diagnose.hpp"
 
 namespace gb::cli {
 
@@ -120,13 +119,7 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_flag("--strict", cli->bench.strict,
                 "fail on the first bad file (naming it) instead of skipping and counting it");
-  cmd->add_flag("--save", cli->save, "also save the run under the data folder");
-  cmd->add_flag("--json", cli->out.json, "print the run as JSON (schema: docs/results.md)");
-  cmd->add_flag("--md", cli->out.markdown, "print the run as Markdown");
-  cmd->add_option("-o,--output", cli->out.output_file,
-                  "write the output to FILE instead of stdout");
-  cmd->add_flag("-q,--quiet", cli->out.quiet, "no progress lines on stderr");
-  cmd->add_flag("--no-color", cli->out.no_color, "no ANSI colours (also: NO_COLOR=1)");
+  add_output_options(*cmd, cli->out, &cli->save);
   cmd->footer(loader_help());
   return cli;
 }
@@ -142,32 +135,15 @@ int run_loader_command(const LoaderCli& cli) {
     throw Error(ErrorKind::usage, "--gpu-max-jpeg-kb: 1 .. 65536");
   options.gpu_max_jpeg_bytes = cli.gpu_max_jpeg_kb * 1024;
 
-  Run run;
-  run.tool_version = GPUBASE_VERSION;
-  run.command = "loader";
-  run.started_at = utc_now_iso8601();
-  const auto t0 = std::chrono::steady_clock::now();
-
+  SuiteRun suite("loader");
   const fs::path path = cli.data.empty() ? default_dataset(cli.out) : fs::path(cli.data);
   const auto dataset = data::open_dataset({.path = path, .strict = options.strict});
   bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
   const bench::LoaderBenchOutcome outcome = bench::run_loader_bench(*dataset, options, sink);
   if (outcome.interrupted)
     progress_line(cli.out, "interrupted: reporting the sweep points measured so far");
-
-  run.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  run.environment = std::move(sink.facts());
-  run.results = std::move(sink.results());
-  if (outcome.interrupted)
-    run.environment.push_back({"run.interrupted", "run", "interrupted by the user (Ctrl-C)"});
-  diagnose::apply_verdicts(run);
-  run.checklist = diagnose::build_checklist(run);
-
-  emit_run(run, cli.out);
-  if (cli.save) progress_line(cli.out, "saved " + save_run(run).string());
-  if (outcome.interrupted) return static_cast<int>(ExitCode::interrupted);
-  return run.worst_status() == Status::fail ? static_cast<int>(ExitCode::check_failed)
-                                            : static_cast<int>(ExitCode::ok);
+  suite.complete(sink, {.interrupted = outcome.interrupted});
+  return suite.finish(cli.out, cli.save);
 }
 
 }  // namespace gb::cli

@@ -1,0 +1,54 @@
+// cli/suite_run.cpp: see suite_run.hpp.
+#include "cli/suite_run.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "diagnose/diagnose.hpp"
+
+namespace gb::cli {
+
+void add_output_options(CLI::App& cmd, OutputOptions& out, bool* save) {
+  if (save) cmd.add_flag("--save", *save, "also save the run under the data folder");
+  cmd.add_flag("--json", out.json, "print the run as JSON (schema: docs/results.md)");
+  cmd.add_flag("--md", out.markdown, "print the run as Markdown");
+  cmd.add_option("-o,--output", out.output_file, "write the output to FILE instead of stdout");
+  cmd.add_flag("-q,--quiet", out.quiet, "no progress lines on stderr");
+  cmd.add_flag("--no-color", out.no_color, "no ANSI colours (also: NO_COLOR=1)");
+}
+
+SuiteRun::SuiteRun(std::string command) : t0_(std::chrono::steady_clock::now()) {
+  run_.tool_version = GPUBASE_VERSION;
+  run_.command = std::move(command);
+  run_.started_at = utc_now_iso8601();
+}
+
+Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
+  end_ = end;
+  run_.duration_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  run_.environment = std::move(sink.facts());
+  run_.results = std::move(sink.results());
+  if (!end.gpu_found)
+    run_.environment.push_back({"gpu.available", "GPU", "none: " + end.no_gpu_reason});
+  if (end.interrupted)
+    run_.environment.push_back({"run.interrupted", "run", "interrupted by the user (Ctrl-C)"});
+  diagnose::apply_verdicts(run_);
+  run_.checklist = diagnose::build_checklist(run_);
+  return run_;
+}
+
+int SuiteRun::finish(const OutputOptions& out, bool save) const {
+  emit_run(run_, out);
+  if (save) progress_line(out, "saved " + save_run(run_).string());
+  if (end_.interrupted) return static_cast<int>(ExitCode::interrupted);
+  if (!end_.gpu_found) {
+    std::fprintf(stderr, "gpubase: %s\n", end_.no_gpu_reason.c_str());
+    return static_cast<int>(ExitCode::no_gpu);
+  }
+  return run_.worst_status() == Status::fail ? static_cast<int>(ExitCode::check_failed)
+                                             : static_cast<int>(ExitCode::ok);
+}
+
+}  // namespace gb::cli
