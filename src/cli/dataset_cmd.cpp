@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "cli/help.hpp"
+#include "cli/run_args.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
@@ -705,28 +706,15 @@ int run_dataset_command(const DatasetCli& cli) {
 }
 
 int run_dataset_args(const std::vector<std::string>& args, std::FILE* out, std::FILE* err) {
-  CLI::App app{"gpubase"};
-  app.require_subcommand(1);
-  CLI::App* cmd = nullptr;
-  const auto cli = add_dataset_command(app, cmd);
-  cli->out = out;
-  cli->err = err;
-  std::vector<std::string> argv_strings = {"gpubase", "dataset"};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : argv_strings) argv.push_back(a.data());
-  try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::ParseError& e) {
-    fmt::print(err, "gpubase: {}\n", e.what());
-    return static_cast<int>(ExitCode::usage);
-  }
-  try {
-    return run_dataset_command(*cli);
-  } catch (const Error& e) {
-    fmt::print(err, "gpubase: {}\n", e.what());
-    return static_cast<int>(exit_code_for(e.kind()));
-  }
+  return run_subcommand_args(
+      "dataset", args,
+      [&](CLI::App& app, CLI::App*& cmd) {
+        auto cli = add_dataset_command(app, cmd);
+        cli->out = out;
+        cli->err = err;
+        return cli;
+      },
+      [](const auto& cli) { return run_dataset_command(*cli); }, err);
 }
 
 }  // namespace gb::cli

@@ -9,6 +9,7 @@
 #include "bench/train.hpp"
 #include "cli/help.hpp"
 #include "cli/output.hpp"
+#include "cli/run_args.hpp"
 #include "cli/suite_run.hpp"
 #include "core/error.hpp"
 
@@ -57,26 +58,8 @@ int run_train_command(const TrainCli& cli) {
 }
 
 int run_train_args(const std::vector<std::string>& args) {
-  CLI::App app{"gpubase"};
-  app.require_subcommand(1);
-  CLI::App* cmd = nullptr;
-  const auto cli = add_train_command(app, cmd);
-  std::vector<std::string> argv_strings = {"gpubase", "train"};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : argv_strings) argv.push_back(a.data());
-  try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpubase: %s\n", e.what());
-    return static_cast<int>(ExitCode::usage);
-  }
-  try {
-    return run_train_command(*cli);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "gpubase: %s\n", e.what());
-    return static_cast<int>(exit_code_for(e.kind()));
-  }
+  return run_subcommand_args("train", args, add_train_command,
+                             [](const auto& cli) { return run_train_command(*cli); });
 }
 
 }  // namespace gb::cli
