@@ -96,7 +96,8 @@ class Trainer {
   StepResult last_step();
 
   // Forward only in inference mode (batch norm running statistics); returns the number of
-  // correct top-1 predictions of the batch (synchronises). count <= batch.
+  // correct top-1 predictions among the first `count` samples (synchronises). count <= batch;
+  // the images must still hold a whole batch (the forward pass reads all of it).
   std::size_t evaluate(const DeviceBatch& batch, int count);
 
   void set_learning_rate(float lr);

@@ -59,12 +59,17 @@ struct DeviceSplit {
   std::size_t row_bytes = 0;
 };
 
-DeviceSplit upload(const HostSplit& s, nn::InputFormat::DType dtype) {
+// Rows are allocated up to a whole number of batches (zeros past the end): the engine's forward
+// pass reads a full batch even when evaluate() counts fewer.
+DeviceSplit upload(const HostSplit& s, nn::InputFormat::DType dtype, std::size_t batch) {
   DeviceSplit d;
   const std::size_t elem = dtype == nn::InputFormat::DType::f32 ? 4 : 2;
+  const std::size_t rows = (s.n + batch - 1) / batch * batch;
   d.row_bytes = s.row * elem;
-  d.x = gpu::DeviceBuffer(s.n * d.row_bytes);
-  d.y = gpu::DeviceBuffer(s.n * sizeof(std::int32_t));
+  d.x = gpu::DeviceBuffer(rows * d.row_bytes);
+  d.y = gpu::DeviceBuffer(rows * sizeof(std::int32_t));
+  GB_CHECK_CUDA(cudaMemset(d.x.data(), 0, d.x.bytes()));
+  GB_CHECK_CUDA(cudaMemset(d.y.data(), 0, d.y.bytes()));
   if (dtype == nn::InputFormat::DType::f32) {
     GB_CHECK_CUDA(cudaMemcpy(d.x.data(), s.x.data(), s.x.size() * 4, cudaMemcpyHostToDevice));
   } else {
@@ -185,8 +190,8 @@ AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
         nn::Trainer trainer(to);
         const cudaStream_t stream = trainer.stream();
         if (!train_dev) {
-          train_dev = upload(train, trainer.input_format().dtype);
-          test_dev = upload(test, trainer.input_format().dtype);
+          train_dev = upload(train, trainer.input_format().dtype, batch);
+          test_dev = upload(test, trainer.input_format().dtype, batch);
         }
         gpu::DeviceBuffer index(train.n * sizeof(std::int32_t));
         gpu::DeviceBuffer shuffled_x(train.n * train_dev->row_bytes);
