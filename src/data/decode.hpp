@@ -3,9 +3,9 @@
 // needs at the smallest scale that still covers the output -- and decode_augment(), the whole
 // CPU path of one training sample: header, crop + flip draw, region decode, fused resize.
 //
-// Why it pays: a 500x375 JPEG cropped to 224x224 from a box of, say, 300x300 decodes at 6/8
-// (libjpeg's scaled IDCT does the first downscale almost free) and only the iMCU rows and
-// columns under the box, instead of 187,500 pixels at full size.
+// Why it pays: a JPEG cropped to 224x224 from a box of 500x500 decodes at 4/8 (libjpeg's scaled
+// IDCT does the first downscale almost free), and any box decodes only the iMCU rows and columns
+// under it, not every pixel of the image.
 //
 // Bad data never crashes: truncated files, corrupt entropy data, non-JPEG bytes and colour
 // spaces we do not handle throw DecodeError (a gb::Error, runtime) with a DecodeFailure the
@@ -56,8 +56,9 @@ struct JpegImageInfo {
   int components = 0;  // 1 (grey, decoded as RGB) or 3
 };
 
-// The smallest libjpeg scale M/8 (M = 1 .. 8) at which a crop_w x crop_h crop still has at
-// least out_w x out_h pixels; 8 (full size) when the crop must be upscaled anyway.
+// The smallest libjpeg scale M/8 (M = 1, 2, 4 or 8) at which a crop_w x crop_h crop still has
+// at least out_w x out_h pixels; 8 (full size) when the crop must be upscaled anyway. Powers of
+// two only: those are the scales libjpeg-turbo decodes with SIMD IDCTs.
 int dct_scale_for_crop(int crop_w, int crop_h, int out_w, int out_h);
 
 // Pixels of the decoded part of an image: RGB, `height` rows of `stride` bytes, covering

@@ -58,8 +58,9 @@ double psnr(const std::vector<std::uint8_t>& a, const std::vector<double>& b) {
 }
 
 TEST(DecodeDctScale, IsTheSmallestScaleThatCoversTheOutput) {
-  EXPECT_EQ(dct_scale_for_crop(500, 375, 224, 224), 5);    // 375 * 5/8 = 234 >= 224; 4/8: 187
-  EXPECT_EQ(dct_scale_for_crop(296, 342, 224, 224), 7);    // 296 * 7/8 = 259; 6/8: 222 < 224
+  EXPECT_EQ(dct_scale_for_crop(500, 375, 224, 224), 8);    // 375 * 4/8 = 187 < 224: full size
+  EXPECT_EQ(dct_scale_for_crop(896, 750, 224, 224), 4);    // 750 * 2/8 = 187 < 224; 4/8: 375
+  EXPECT_EQ(dct_scale_for_crop(296, 342, 224, 224), 8);    // 296 * 4/8 = 148 < 224
   EXPECT_EQ(dct_scale_for_crop(1792, 1792, 224, 224), 1);  // exactly 224 at 1/8
   EXPECT_EQ(dct_scale_for_crop(448, 448, 224, 224), 4);
   EXPECT_EQ(dct_scale_for_crop(100, 100, 224, 224), 8);   // upscaling: full size
@@ -202,7 +203,7 @@ TEST(DecodeAugment, ValidationIsTheCenterCropWithoutDraws) {
   const DecodeAugmentResult r = decoder.decode_augment(jpeg, rng, options, out.data(), scratch);
   EXPECT_EQ(r.box, (CropBox{86, 23, 328, 328}));
   EXPECT_FALSE(r.flipped);
-  EXPECT_EQ(r.scale_num, 6);  // 328 * 6/8 = 246 >= 224
+  EXPECT_EQ(r.scale_num, 8);  // 328 * 4/8 = 164 < 224: full size
 }
 
 void expect_failure(JpegDecoder& decoder, const std::vector<std::uint8_t>& bytes,
