@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <set>
 
 #include "core/error.hpp"
@@ -175,12 +178,85 @@ std::size_t Network::setup(Context& ctx) {
   return ws;
 }
 
+namespace {
+
+// GPUBASE_NN_PROFILE=N: GPU time of every layer's forward and backward, from events around each
+// call, summed over the eager training steps 3 .. N+2 and printed on stderr (most expensive
+// first, grouped by what describe() says). For finding the slow layer of a model; off unless
+// asked, and never inside a graph capture.
+class LayerProfile {
+ public:
+  static LayerProfile& get() {
+    static LayerProfile p;
+    return p;
+  }
+  bool on(cudaStream_t stream) const {
+    if (steps_ <= 0 || done_) return false;
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    return cudaStreamIsCapturing(stream, &st) == cudaSuccess && st == cudaStreamCaptureStatusNone;
+  }
+  void mark(cudaStream_t stream, const std::string& what) {
+    cudaEvent_t e = nullptr;
+    cudaEventCreate(&e);
+    cudaEventRecord(e, stream);
+    marks_.push_back({what, e});
+  }
+  // After a backward pass: sum the intervals of this step and print once enough were seen.
+  void step_done(cudaStream_t stream) {
+    cudaStreamSynchronize(stream);
+    for (std::size_t i = 0; i + 1 < marks_.size(); ++i) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, marks_[i].second, marks_[i + 1].second);
+      if (seen_ >= 2) total_[marks_[i + 1].first] += ms;
+    }
+    for (auto& [w, e] : marks_) cudaEventDestroy(e);
+    marks_.clear();
+    if (++seen_ < steps_ + 2) return;
+    done_ = true;
+    std::vector<std::pair<double, std::string>> rows;
+    double sum = 0;
+    for (const auto& [w, ms] : total_) {
+      rows.push_back({ms / steps_, w});
+      sum += ms / steps_;
+    }
+    std::sort(rows.rbegin(), rows.rend());
+    std::fprintf(stderr, "gpubase: GPU time per step by layer (mean of %d steps), %.2f ms in all\n",
+                 steps_, sum);
+    for (std::size_t i = 0; i < rows.size() && i < 40; ++i)
+      std::fprintf(stderr, "  %8.3f ms  %5.1f %%  %s\n", rows[i].first, 100 * rows[i].first / sum,
+                   rows[i].second.c_str());
+  }
+
+ private:
+  LayerProfile() {
+    if (const char* v = std::getenv("GPUBASE_NN_PROFILE")) steps_ = std::atoi(v);
+  }
+  int steps_ = 0, seen_ = 0;
+  bool done_ = false;
+  std::vector<std::pair<std::string, cudaEvent_t>> marks_;
+  std::map<std::string, double> total_;
+};
+
+}  // namespace
+
 void Network::forward(Context& ctx, bool training) {
-  for (auto& l : layers_) l->forward(ctx, training);
+  LayerProfile& prof = LayerProfile::get();
+  const bool profile = training && prof.on(ctx.stream);
+  if (profile) prof.mark(ctx.stream, "start");
+  for (auto& l : layers_) {
+    l->forward(ctx, training);
+    if (profile) prof.mark(ctx.stream, "fwd " + l->describe());
+  }
 }
 
 void Network::backward(Context& ctx) {
-  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) (*it)->backward(ctx);
+  LayerProfile& prof = LayerProfile::get();
+  const bool profile = prof.on(ctx.stream);
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
+    (*it)->backward(ctx);
+    if (profile) prof.mark(ctx.stream, "bwd " + (*it)->describe());
+  }
+  if (profile) prof.step_done(ctx.stream);
 }
 
 }  // namespace gb::nn
