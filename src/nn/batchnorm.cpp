@@ -13,6 +13,10 @@
 // cuDNN batch norm plus the act_forward / act_backward kernels (kernels.hpp), in place on y and
 // dy. The fused backward writes dz (it cannot add), so fusion also requires this layer to be the
 // first to write the residual's gradient (Network orders that; ResNet's blocks satisfy it).
+// Every other NHWC FP16/BF16 batch norm (no activation, ReLU6, a residual add without ReLU) also
+// goes through the Ex functions, with CUDNN_BATCHNORM_OPS_BN, and the activation kernels after
+// it: the plain cudnnBatchNormalizationForwardTraining / Backward take 20-30 ms for one
+// 256x256x56x56 FP16 NHWC tensor on an H200 (bench/NOTES.md t1), the Ex ones about 1 ms.
 // Mode: CUDNN_BATCHNORM_SPATIAL_PERSISTENT in NHWC reduced precision (if a probe run at setup
 // succeeds), CUDNN_BATCHNORM_SPATIAL otherwise (and always for inference).
 #include <cstdlib>
@@ -37,7 +41,7 @@ class BatchNorm final : public Layer {
   std::string describe() const override {
     return std::string("batchnorm ") + inputs[0]->shape.to_string() + (residual_ ? " +add" : "") +
            (act_ == Act::relu ? " +relu" : act_ == Act::relu6 ? " +relu6" : "") +
-           (fused_ ? " (cuDNN fused)" : "");
+           (fused_ ? (post_act() ? " (cuDNN Ex)" : " (cuDNN fused)") : "");
   }
 
   std::size_t setup(Context& ctx) override {
@@ -58,8 +62,9 @@ class BatchNorm final : public Layer {
       mode_ = CUDNN_BATCHNORM_SPATIAL;
     }
     std::size_t ws = 0;
-    fused_ = ctx.allow_bn_fusion && act_ == Act::relu && x->nhwc && x->dtype != DType::f32 &&
-             !(residual_ && accumulate[1]);
+    // The fused residual add writes dz (it cannot add into it): only for the first writer.
+    fused_ = ctx.allow_bn_fusion && x->nhwc && x->dtype != DType::f32 &&
+             !(act_ == Act::relu && residual_ && accumulate[1]);
     if (fused_) fused_ = try_fusion(ctx, &ws);
     return fused_ ? ws : 0;
   }
@@ -69,6 +74,9 @@ class BatchNorm final : public Layer {
     ParamStore& ps = *ctx.params;
     if (training && fused_) {
       GB_CHECK_CUDNN(run_fused_forward(ctx, kMomentum));
+      if (post_act())
+        act_forward(output->data, residual_ ? inputs[1]->data : nullptr, output->data,
+                    output->shape.elements(), output->dtype, act_, ctx.stream);
       return;
     }
     if (training) {
@@ -92,6 +100,10 @@ class BatchNorm final : public Layer {
     Value* x = inputs[0];
     ParamStore& ps = *ctx.params;
     if (fused_) {
+      if (post_act())
+        act_backward(act_ == Act::none ? nullptr : output->data, output->grad, output->grad, false,
+                     residual_ ? inputs[1]->grad : nullptr, residual_ && accumulate[1],
+                     output->shape.elements(), output->dtype, act_, ctx.stream);
       GB_CHECK_CUDNN(run_fused_backward(ctx));
       return;
     }
@@ -117,16 +129,22 @@ class BatchNorm final : public Layer {
   int channels() const { return inputs[0]->shape.c; }
   float* save_mean() const { return stats_.as<float>() + 2 * channels(); }
   float* save_inv_std() const { return stats_.as<float>() + 3 * channels(); }
+  // cuDNN fuses ReLU (and the residual add before it); anything else runs as OPS_BN with the
+  // activation kernels after it (post_act).
+  bool post_act() const { return act_ != Act::relu && (act_ != Act::none || residual_); }
   cudnnBatchNormOps_t ops() const {
+    if (act_ != Act::relu) return CUDNN_BATCHNORM_OPS_BN;
     return residual_ ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION : CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
   }
+  bool fused_residual() const { return residual_ && act_ == Act::relu; }
 
   cudnnStatus_t run_fused_forward(Context& ctx, double factor) {
     const Value* x = inputs[0];
     ParamStore& ps = *ctx.params;
     return cudnnBatchNormalizationForwardTrainingEx(
         ctx.cudnn, mode_, ops(), &kOne, &kZero, xd_.get(), x->data,
-        residual_ ? xd_.get() : nullptr, residual_ ? inputs[1]->data : nullptr, xd_.get(),
+        fused_residual() ? xd_.get() : nullptr, fused_residual() ? inputs[1]->data : nullptr,
+        xd_.get(),
         output->data, pd_.get(), ps.weight(gamma_), ps.weight(beta_), factor, running_mean(),
         running_var(), kEps, save_mean(), save_inv_std(), act_desc_.get(), ctx.workspace,
         ctx.workspace_bytes, reserve_.data(), reserve_.bytes());
@@ -138,7 +156,8 @@ class BatchNorm final : public Layer {
     return cudnnBatchNormalizationBackwardEx(
         ctx.cudnn, mode_, ops(), &kOne, accumulate[0] ? &kOne : &kZero, &kOne, &kZero, xd_.get(),
         x->data, xd_.get(), output->data, xd_.get(), output->grad,
-        residual_ ? xd_.get() : nullptr, residual_ ? inputs[1]->grad : nullptr, xd_.get(),
+        fused_residual() ? xd_.get() : nullptr, fused_residual() ? inputs[1]->grad : nullptr,
+        xd_.get(),
         x->grad, pd_.get(), ps.weight(gamma_), ps.weight(beta_), ps.grad(gamma_),
         ps.grad(beta_), kEps, save_mean(), save_inv_std(), act_desc_.get(), ctx.workspace,
         ctx.workspace_bytes, reserve_.data(), reserve_.bytes());
@@ -159,8 +178,8 @@ class BatchNorm final : public Layer {
 
   // Sizes the fused path and runs it once; false (and no state kept) when cuDNN refuses.
   bool try_fusion(Context& ctx, std::size_t* ws) {
-    act_desc_ = ActivationDesc::relu();
-    const cudnnTensorDescriptor_t zd = residual_ ? xd_.get() : nullptr;
+    if (act_ == Act::relu) act_desc_ = ActivationDesc::relu();
+    const cudnnTensorDescriptor_t zd = fused_residual() ? xd_.get() : nullptr;
     std::size_t fwd_ws = 0, bwd_ws = 0, reserve = 0;
     if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
             ctx.cudnn, mode_, ops(), xd_.get(), zd, xd_.get(), pd_.get(), act_desc_.get(),

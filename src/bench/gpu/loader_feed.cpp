@@ -41,7 +41,6 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
 
   std::uint32_t epoch = 0;
   loader.start_epoch(epoch);
-  auto take = [&] { return next_batch(loader, epoch); };
   struct Step {
     gpu::Event begin, end;
   };
@@ -57,6 +56,14 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
     m.step_ms_measured.push_back(ms);
     busy_ms += ms;
     in_flight.pop_front();
+  };
+  // An epoch ends (the default set is 2 batches long): the steps in flight finish and their
+  // batches go back before the next epoch starts, as a training loop's data iterator restarts.
+  auto take = [&] {
+    return next_batch(loader, epoch, [&] {
+      while (!in_flight.empty()) finish_oldest();
+      feeder.release_all(loader);
+    });
   };
 
   // Warm-up: a few steps, so the ring is full and the clocks are up, then the timed run.
