@@ -72,8 +72,8 @@ void DeviceFeeder::release_done(data::Loader& loader) {
   }
 }
 
-void DeviceFeeder::release_all(data::Loader& loader) {
-  while (!pending_.empty()) {
+void DeviceFeeder::release_until(data::Loader& loader, std::size_t held) {
+  while (pending_.size() > held) {
     pending_.front().copied.synchronize();
     loader.release(pending_.front().batch);
     pending_.pop_front();

@@ -40,8 +40,11 @@ class DeviceFeeder {
   const void* submit(const data::Batch& b, cudaStream_t compute);
   // Gives back to the loader every submitted batch whose copy has completed (non-blocking).
   void release_done(data::Loader& loader);
+  // Waits for the oldest copies until at most `held` submitted batches are still lent (a ring of
+  // depth d must keep at most d - 1 before the loader can hand out the next batch).
+  void release_until(data::Loader& loader, std::size_t held);
   // Waits for every copy and gives all submitted batches back.
-  void release_all(data::Loader& loader);
+  void release_all(data::Loader& loader) { release_until(loader, 0); }
 
   std::size_t tensor_bytes() const { return tensor_bytes_; }
 

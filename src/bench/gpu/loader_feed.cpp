@@ -81,6 +81,8 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >=
             o.seconds_per_point)
       break;
+    // The ring is o.prefetch_depth slots: with all of them lent to copies, wait for the oldest.
+    feeder.release_until(loader, o.prefetch_depth - 1);
     const auto b = take();
     if (!b) break;
     Step s{gpu::Event::create(), gpu::Event::create()};
