@@ -172,12 +172,10 @@ data::LoaderOptions loader_options(const LoaderBenchOptions& o, unsigned workers
   return lo;
 }
 
-std::optional<data::Batch> next_batch(data::Loader& loader, std::uint32_t& epoch,
-                                      const std::function<void()>& release_held) {
+std::optional<data::Batch> next_batch(data::Loader& loader, std::uint32_t& epoch) {
   for (;;) {
     if (auto b = loader.next()) return b;
     if (cancel_requested()) return std::nullopt;
-    if (release_held) release_held();
     loader.start_epoch(++epoch);
   }
 }

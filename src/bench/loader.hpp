@@ -23,7 +23,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,10 +80,8 @@ data::ProcessFn jpeg_train_process(unsigned workers, int image_size);
 data::LoaderOptions loader_options(const LoaderBenchOptions& options, unsigned workers);
 
 // The next batch, starting the next epoch when one ends (epoch counts them); empty after Ctrl-C.
-// A new epoch needs every batch of the last one released: a consumer that holds batches (on
-// the GPU, until their copies finish) passes `release_held`, called before the new epoch starts.
-std::optional<data::Batch> next_batch(data::Loader& loader, std::uint32_t& epoch,
-                                      const std::function<void()>& release_held = {});
+// Batches still held (on the GPU, until their copies finish) carry over into the new epoch.
+std::optional<data::Batch> next_batch(data::Loader& loader, std::uint32_t& epoch);
 
 // One measured sweep point.
 struct LoaderPoint {

@@ -78,6 +78,8 @@ struct Loader::Impl {
     std::vector<std::size_t> indices;
     SlotState state = SlotState::idle;
     std::size_t batch = kNoBatch;
+    std::uint32_t epoch = 0;
+    std::uint64_t generation = 0;  // the start_epoch() call its batch belongs to
     std::size_t count = 0;  // positions in the batch
     std::size_t done = 0;   // positions finished
     std::size_t substituted = 0;
@@ -113,6 +115,10 @@ struct Loader::Impl {
   bool epoch_running = false;
   bool cancelled = false;
   std::uint32_t epoch = 0;
+  std::uint64_t generation = 0;  // start_epoch() calls so far
+  // Batch b of the epoch lives in slot (b + slot_offset) % slots: each epoch continues the ring
+  // where the last one stopped, so its first batch takes the slot freed first.
+  std::size_t slot_offset = 0;
   std::size_t total_positions = 0;
   std::size_t num_batches = 0;
   std::size_t next_position = 0;
@@ -133,6 +139,7 @@ struct Loader::Impl {
         known_bad((d.size() + 63) / 64) {}
 
   std::size_t batch_size() const { return options.sampling.batch_size; }
+  std::size_t slot_of(std::size_t b) const { return (b + slot_offset) % slots.size(); }
 
   std::size_t batch_count(std::size_t b) const {
     return std::min(batch_size(), total_positions - b * batch_size());
@@ -141,6 +148,8 @@ struct Loader::Impl {
   void assign(Slot& slot, std::size_t b) {
     slot.state = SlotState::filling;
     slot.batch = b;
+    slot.epoch = epoch;
+    slot.generation = generation;
     slot.count = batch_count(b);
     slot.done = 0;
     slot.substituted = 0;
@@ -166,7 +175,8 @@ struct Loader::Impl {
   bool can_take_job() const {
     if (!epoch_running || error || next_position >= total_positions) return false;
     const std::size_t b = next_position / batch_size();
-    return slots[b % slots.size()].batch == b;
+    const Slot& slot = slots[slot_of(b)];
+    return slot.batch == b && slot.generation == generation && slot.state == SlotState::filling;
   }
 
   bool has_pending_work() const {
@@ -271,7 +281,7 @@ struct Loader::Impl {
       }
       const std::size_t position = next_position++;
       const std::size_t b = position / batch_size();
-      Slot& slot = slots[b % slots.size()];
+      Slot& slot = slots[slot_of(b)];
       const std::size_t j = position - b * batch_size();
       ++active_jobs;
       lock.unlock();
@@ -383,13 +393,6 @@ void Loader::start_epoch(std::uint32_t epoch) {
   Impl& m = *impl_;
   std::unique_lock lock(m.mu);
   if (m.stopping) throw Error(ErrorKind::runtime, "loader: start_epoch after stop()");
-  for (const Impl::Slot& slot : m.slots) {
-    if (slot.state == Impl::SlotState::held) {
-      throw Error(ErrorKind::runtime, "loader: start_epoch while batch " +
-                                          std::to_string(slot.batch) +
-                                          " is still held: release every batch first");
-    }
-  }
   // Abandon what is left of the current epoch: no new positions, and the ones in hand finish
   // (they write into slots and read the sampler's order, both about to change).
   m.end_epoch();
@@ -397,18 +400,24 @@ void Loader::start_epoch(std::uint32_t epoch) {
 
   m.sampler.set_epoch(epoch);
   m.epoch = epoch;
+  ++m.generation;
   m.error = nullptr;
   m.cancelled = false;
+  m.slot_offset = (m.slot_offset + m.num_batches) % m.slots.size();  // after the last epoch's
   m.total_positions = m.sampler.samples_per_epoch();
   m.num_batches = m.sampler.num_batches();
   m.next_position = 0;
   m.next_delivery = 0;
-  for (std::size_t s = 0; s < m.slots.size(); ++s) {
-    if (s < m.num_batches) {
-      m.assign(m.slots[s], s);
+  // A batch of the last epoch still held (its H2D copy in flight) keeps its slot; the slot takes
+  // its first batch of this epoch when it is released, so prefetch runs on across the boundary.
+  for (std::size_t k = 0; k < m.slots.size(); ++k) {
+    Impl::Slot& slot = m.slots[m.slot_of(k)];
+    if (slot.state == Impl::SlotState::held) continue;
+    if (k < m.num_batches) {
+      m.assign(slot, k);
     } else {
-      m.slots[s].state = Impl::SlotState::idle;
-      m.slots[s].batch = kNoBatch;
+      slot.state = Impl::SlotState::idle;
+      slot.batch = kNoBatch;
     }
   }
   m.epoch_running = true;
@@ -426,8 +435,9 @@ std::optional<Batch> Loader::next() {
   }
   if (m.stopping || !m.epoch_running || m.next_delivery >= m.num_batches) return std::nullopt;
   const std::size_t b = m.next_delivery;
-  Impl::Slot& slot = m.slots[b % m.slots.size()];
-  if (slot.batch != b) {
+  Impl::Slot& slot = m.slots[m.slot_of(b)];
+  if (slot.batch != b || slot.generation != m.generation ||
+      slot.state == Impl::SlotState::held) {
     throw Error(ErrorKind::runtime, "loader: next() while all " + std::to_string(m.slots.size()) +
                                         " slots are held: release a batch first");
   }
@@ -461,7 +471,7 @@ std::optional<Batch> Loader::next() {
   batch.epoch = m.epoch;
   batch.number = b;
   batch.size = slot.count;
-  batch.slot = b % m.slots.size();
+  batch.slot = m.slot_of(b);
   batch.data = std::span<std::uint8_t>(slot.data, slot.count * sample_bytes);
   batch.labels = std::span<std::int32_t>(slot.labels, slot.count);
   batch.indices = std::span<const std::size_t>(slot.indices.data(), slot.count);
@@ -476,11 +486,15 @@ void Loader::release(const Batch& batch) {
     if (batch.slot >= m.slots.size()) throw Error(ErrorKind::runtime, "loader: no such slot");
     Impl::Slot& slot = m.slots[batch.slot];
     if (slot.state != Impl::SlotState::held || slot.batch != batch.number ||
-        batch.epoch != m.epoch) {
+        slot.epoch != batch.epoch) {
       throw Error(ErrorKind::runtime,
                   "loader: release of batch " + std::to_string(batch.number) + " that is not held");
     }
-    const std::size_t following = batch.number + m.slots.size();
+    // A batch of an earlier epoch hands its slot to that slot's first batch of this one.
+    const std::size_t n = m.slots.size();
+    const std::size_t following = slot.generation == m.generation
+                                      ? batch.number + n
+                                      : (batch.slot + n - m.slot_offset % n) % n;
     if (m.epoch_running && !m.error && following < m.num_batches) {
       m.assign(slot, following);
     } else {

@@ -174,8 +174,9 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   // Begins `epoch` (its order from the sampler). An epoch still running is abandoned (samples
-  // in hand finish first). Throws gb::Error (runtime) while a batch is still held: its slot may
-  // still be read by a copy.
+  // in hand finish first). Batches of the last epoch may still be held (a copy reading them):
+  // their slots are left alone and join the new epoch when released, while the free slots
+  // start filling at once, so prefetch runs on across the epoch boundary.
   void start_epoch(std::uint32_t epoch);
   // The epoch's next batch in order, waiting for it; nothing at the end of the epoch, after
   // stop(), or once Ctrl-C was requested. Rethrows a worker's error (strict bad sample, an

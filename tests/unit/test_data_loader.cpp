@@ -325,12 +325,53 @@ TEST(LoaderErrors, NextWithEverySlotHeldThrowsInsteadOfWaitingForever) {
   std::vector<Batch> held;
   for (int k = 0; k < 3; ++k) held.push_back(*loader.next());
   EXPECT_THROW(loader.next(), Error);
-  EXPECT_THROW(loader.start_epoch(1), Error);
   loader.release(held[0]);
   EXPECT_THROW(loader.release(held[0]), Error);  // twice
   auto b = loader.next();
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->number, 3u);
+}
+
+TEST(LoaderOrder, BatchesHeldAtTheEpochBoundaryCarryOverIntact) {
+  // 64 samples, batch 8, 3 slots: hold the last two batches of epoch 0 (as copies in flight
+  // would), start epoch 1, and take its batches while they are still held.
+  MemoryDataset ds(64);
+  Loader reference(ds, small_options(2), write_sample);
+  const Delivered expected = run_epoch(reference, 1);
+
+  Loader loader(ds, small_options(2), write_sample);
+  loader.start_epoch(0);
+  std::vector<Batch> held;
+  while (auto b = loader.next()) {
+    held.push_back(*b);
+    if (held.size() > 2) {
+      loader.release(held.front());
+      held.erase(held.begin());
+    }
+  }
+  ASSERT_EQ(held.size(), 2u);
+  std::vector<std::vector<std::uint8_t>> before;
+  for (const Batch& b : held) before.emplace_back(b.data.begin(), b.data.end());
+
+  loader.start_epoch(1);  // two of three slots still held
+  Delivered got;
+  within(std::chrono::seconds(20), [&] {
+    for (int k = 0; auto b = loader.next(); ++k) {
+      got.data.insert(got.data.end(), b->data.begin(), b->data.end());
+      got.indices.insert(got.indices.end(), b->indices.begin(), b->indices.end());
+      got.numbers.push_back(b->number);
+      loader.release(*b);
+      if (k == 0) {  // the old batches were never overwritten; now they go back
+        for (std::size_t i = 0; i < held.size(); ++i)
+          EXPECT_TRUE(std::equal(before[i].begin(), before[i].end(), held[i].data.begin()));
+        for (const Batch& h : held) loader.release(h);
+        EXPECT_THROW(loader.release(held[0]), Error);  // twice
+      }
+    }
+  });
+  EXPECT_EQ(got.numbers, expected.numbers);
+  EXPECT_EQ(got.indices, expected.indices);
+  EXPECT_EQ(got.data, expected.data);
 }
 
 TEST(LoaderErrors, RejectsBadOptions) {

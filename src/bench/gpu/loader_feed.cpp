@@ -57,14 +57,7 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
     busy_ms += ms;
     in_flight.pop_front();
   };
-  // An epoch ends (the default set is 2 batches long): the steps in flight finish and their
-  // batches go back before the next epoch starts, as a training loop's data iterator restarts.
-  auto take = [&] {
-    return next_batch(loader, epoch, [&] {
-      while (!in_flight.empty()) finish_oldest();
-      feeder.release_all(loader);
-    });
-  };
+  auto take = [&] { return next_batch(loader, epoch); };
 
   // Warm-up: a few steps, so the ring is full and the clocks are up, then the timed run.
   const int warmup = 3;

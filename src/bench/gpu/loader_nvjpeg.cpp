@@ -408,9 +408,7 @@ std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& data
   // against the CPU path before anything is timed.
   constexpr int kWarmupBatches = 3;
   for (int k = 0; k < kWarmupBatches; ++k) {
-    auto b = next_batch(loader, epoch, [&] {
-      while (!in_flight.empty()) retire_oldest(true);
-    });
+    auto b = next_batch(loader, epoch);
     if (!b) {
       m.interrupted = true;
       return m;
@@ -446,9 +444,7 @@ std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& data
     while (!in_flight.empty() && retire_oldest(false)) {
     }
     while (in_flight.size() >= max_in_flight) retire_oldest(true);
-    auto b = next_batch(loader, epoch, [&] {
-      while (!in_flight.empty()) retire_oldest(true);
-    });
+    auto b = next_batch(loader, epoch);
     if (!b) {
       m.interrupted = true;
       break;
