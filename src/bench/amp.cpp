@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "bench/train.hpp"
 
 namespace gb::bench {
 
@@ -70,6 +71,9 @@ void validate_amp_options(const AmpOptions& o) {
   if (o.batch < 1 || o.batch > 65536) throw Error(ErrorKind::usage, "--batch: 1 .. 65536");
   if (!(o.learning_rate > 0) || !std::isfinite(o.learning_rate))
     throw Error(ErrorKind::usage, "--lr: a positive number");
+  for (int b : o.speed_batches)
+    if (b < 1 || b > 65536) throw Error(ErrorKind::usage, "--speed-batch: 1 .. 65536");
+  if (o.speed && o.speed_batches.empty()) throw Error(ErrorKind::usage, "--speed-batch: give one");
   if (o.model != "small_resnet" && o.model != "resnet50" && o.model != "mobilenet_v2")
     throw Error(ErrorKind::usage,
                 "--model: '" + o.model + "' is not one of small_resnet, resnet50, mobilenet_v2");
@@ -321,6 +325,53 @@ void add_amp_results(const std::vector<AmpRunRecord>& records, const AmpOptions&
   }
 }
 
+void add_amp_speed_results(const std::vector<Result>& train_results, ResultSink& sink) {
+  // key "train.<model>.<precision>.b<batch>.images_per_s" -> (model, batch) -> precision -> rate
+  std::map<std::pair<std::string, std::string>, std::map<std::string, double>> rates;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const Result& r : train_results) {
+    if (!r.value || r.status == Status::fail || r.status == Status::skipped) continue;
+    const std::string& k = r.key;
+    const std::string suffix = ".images_per_s";
+    if (k.rfind("train.", 0) != 0 || k.size() <= suffix.size() ||
+        k.compare(k.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string mid = k.substr(6, k.size() - 6 - suffix.size());  // model.precision.bN
+    const auto a = mid.find('.'), b = mid.rfind('.');
+    if (a == std::string::npos || b == a) continue;
+    const std::pair<std::string, std::string> mb{mid.substr(0, a), mid.substr(b + 1)};
+    if (!rates.count(mb)) order.push_back(mb);
+    rates[mb][mid.substr(a + 1, b - a - 1)] = *r.value;
+  }
+  for (const auto& mb : order) {
+    const auto& per = rates[mb];
+    const auto fp32 = per.find("fp32");
+    if (fp32 == per.end() || fp32->second <= 0) continue;
+    for (const std::string& p : known_precisions()) {
+      const auto it = per.find(p);
+      if (p == "fp32" || it == per.end()) continue;
+      const double x = it->second / fp32->second;
+      Result r = Result::measured("amp.speed." + mb.first + "." + mb.second + "." + p + ".speedup",
+                                  mb.first + " " + mb.second + ": " + p + " over FP32", "x", {x});
+      r.param("images/s", fmt1(it->second, "%.0f") + " vs " + fmt1(fp32->second, "%.0f"));
+      if (x >= 1.5) {
+        r.param("verdict", "pays");
+      } else if (x < kAmpMinUsefulSpeedup) {
+        r.param("verdict", "does not pay");
+        r.status = Status::warn;
+        r.reason = p + " trains " + mb.first + " at " + mb.second + " only " + fmt1(x) +
+                   "x as fast as FP32";
+        r.advice = "at this model and batch the step is bound by kernel launches and memory "
+                   "traffic, not math: a larger batch, CUDA graphs (gpubase train --graph) or "
+                   "fused kernels; mixed precision alone will not help";
+      } else {
+        r.param("verdict", "helps a little");
+      }
+      sink.add(std::move(r));
+    }
+  }
+}
+
 void add_amp_skipped(const AmpOptions& /*options*/, const std::string& reason,
                      ResultSink& sink) {
   // One line, not one per precision: the study as a whole did not run.
@@ -343,8 +394,38 @@ std::string default_fashion_mnist_dir() {
   return {};
 }
 
+AmpOutcome run_amp_speed(const AmpOptions& options, ResultSink& sink) {
+  validate_amp_options(options);
+  AmpOutcome out;
+  ResultSink train_sink([&](const std::string& line) { sink.progress(line); });
+  for (int batch : options.speed_batches) {
+    TrainBenchOptions t;
+    t.models = options.speed_models;
+    t.precisions = options.precisions;
+    t.batch = batch;
+    t.steps = 30;
+    t.warmup = 10;
+    t.device = options.device;
+    t.report_environment = batch == options.speed_batches.front();
+    const TrainBenchOutcome o = run_train_bench(t, train_sink);
+    out.gpu_found = o.gpu_found;
+    out.no_gpu_reason = o.no_gpu_reason;
+    if (o.interrupted) {
+      out.interrupted = true;
+      break;
+    }
+    if (!o.gpu_found) break;
+  }
+  for (Fact& f : train_sink.facts()) sink.add_fact(std::move(f));
+  const std::vector<Result> train_results = train_sink.results();
+  for (const Result& r : train_results) sink.add(r);
+  add_amp_speed_results(train_results, sink);
+  return out;
+}
+
 #if !GPUBASE_WITH_NN
 AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
+  if (options.speed) return run_amp_speed(options, sink);
   validate_amp_options(options);
   AmpOutcome out;
   out.gpu_found = false;

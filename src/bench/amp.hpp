@@ -40,6 +40,11 @@ struct AmpOptions {
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
   int device = 0;
+  // --speed: instead of the accuracy study, training throughput of the standard models per
+  // precision at each batch (synthetic data, the train suite), and the speedup over FP32.
+  bool speed = false;
+  std::vector<std::string> speed_models{"resnet50", "mobilenet_v2"};
+  std::vector<int> speed_batches{64, 256};
 };
 
 // Validates options (usage errors name the option and the valid values).
@@ -86,6 +91,12 @@ double run_images_per_s(const AmpRunRecord& r);
 void add_amp_results(const std::vector<AmpRunRecord>& records, const AmpOptions& options,
                      ResultSink& sink);
 
+// From train.<model>.<precision>.b<batch>.images_per_s results: amp.speed.<model>.b<batch>.<p>
+// .speedup for every precision other than fp32 measured beside FP32 at that model and batch,
+// with a verdict in words: "pays" from 1.5x, "does not pay" under 1.10x (warn, with the reason
+// a small batch or model gives), "helps a little" between.
+void add_amp_speed_results(const std::vector<Result>& train_results, ResultSink& sink);
+
 // The study did not run (no GPU, no engine): the checklist figure, skipped with `reason`.
 void add_amp_skipped(const AmpOptions& options, const std::string& reason, ResultSink& sink);
 
@@ -98,7 +109,9 @@ struct AmpOutcome {
 
 // Runs the study on the GPU (bench/gpu/amp_run.cpp) and adds its results; reports skipped results
 // when the build has no GPU engine or the machine no GPU. Progress: one line per epoch.
+// With options.speed, runs the speed comparison instead (run_amp_speed).
 AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink);
+AmpOutcome run_amp_speed(const AmpOptions& options, ResultSink& sink);
 
 // Where Fashion-MNIST is looked for when --data is not given: $GPUBASE_FASHION_MNIST, then
 // ../shared/data/fashion-mnist and data/fashion-mnist under the working directory. Empty when

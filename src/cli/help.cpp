@@ -151,13 +151,15 @@ std::string amp_help() {
   gpubase amp                                   small ResNet on Fashion-MNIST, 4 precisions x 3 seeds
   gpubase amp --precision fp32,bf16 --seeds 5   fewer precisions, more seeds
   gpubase amp --data ~/mnist --epochs 12 --json -o amp.json
+  gpubase amp --speed                           speed only: ResNet-50, MobileNetV2 at batch 64, 256
 
 Every precision trains from the same initial weights and the same data order per seed (SGD,
 momentum 0.9, weight decay 5e-4, linear warm-up over the first epoch then a cosine to 0). Reported
 per precision: throughput and speedup over FP32, final training loss, test accuracy and its
 change against FP32 paired by seed with a noise band, the FP16 loss-scale history, skipped
 steps, and the share of gradient values that underflow FP16 with and without the scale. The
-checklist row "AMP accuracy loss < 1 %" takes the worse of FP16 and BF16. Ctrl-C stops between
+checklist row "AMP accuracy loss < 1 %" takes the worse of FP16 and BF16. --speed measures
+throughput only (the train suite on synthetic data) and says where mixed precision pays. Ctrl-C stops between
 steps and reports the runs finished (exit 130). Keys: docs/results.md "amp.*"; details:
 docs/amp.md.)";
 }

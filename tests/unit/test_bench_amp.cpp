@@ -194,6 +194,58 @@ TEST(AmpResults, WarnsWhenSeedsAreTooNoisyAndWhenTheScaleCollapses) {
   EXPECT_EQ(skipped->status, Status::warn);  // 900 of 2000 steps
 }
 
+Result train_rate(const std::string& key, double v) {
+  Result r = Result::measured(key, key, "images/s", {v});
+  return r;
+}
+
+TEST(AmpSpeed, SpeedupsPerModelAndBatchWithAVerdict) {
+  std::vector<Result> train{
+      train_rate("train.resnet50.fp32.b256.images_per_s", 1000),
+      train_rate("train.resnet50.fp16.b256.images_per_s", 5500),
+      train_rate("train.resnet50.bf16.b256.images_per_s", 4500),
+      train_rate("train.mobilenet_v2.fp32.b64.images_per_s", 2000),
+      train_rate("train.mobilenet_v2.fp16.b64.images_per_s", 2100),
+      train_rate("train.mobilenet_v2.tf32.b64.images_per_s", 2600),
+      train_rate("train.resnet50.fp16.b64.images_per_s", 3000),  // no FP32 beside it: nothing
+      train_rate("watch.gpu.util.pct", 50),
+  };
+  Result skipped = Result::skipped("train.resnet50.tf32.b256.images_per_s", "x", "images/s", "oom");
+  train.push_back(skipped);
+  ResultSink sink;
+  add_amp_speed_results(train, sink);
+  ASSERT_EQ(sink.results().size(), 4u);
+  const Result* r = find(sink, "amp.speed.resnet50.b256.fp16.speedup");
+  ASSERT_TRUE(r && r->value);
+  EXPECT_DOUBLE_EQ(*r->value, 5.5);
+  EXPECT_EQ(r->find_param("verdict"), "pays");
+  const Result* m = find(sink, "amp.speed.mobilenet_v2.b64.fp16.speedup");
+  ASSERT_TRUE(m && m->value);
+  EXPECT_DOUBLE_EQ(*m->value, 1.05);
+  EXPECT_EQ(m->status, Status::warn);
+  EXPECT_EQ(m->find_param("verdict"), "does not pay");
+  EXPECT_NE(m->advice.find("launches"), std::string::npos);
+  const Result* t = find(sink, "amp.speed.mobilenet_v2.b64.tf32.speedup");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->find_param("verdict"), "helps a little");
+  EXPECT_EQ(find(sink, "amp.speed.resnet50.b64.fp16.speedup"), nullptr);
+}
+
+TEST(AmpSpeed, WithoutAGpuTheCommandSaysSoInsteadOfMeasuring) {
+#ifdef GPUBASE_WITH_CUDA
+  std::string why;
+  if (cuda_device_count(why) > 0) GTEST_SKIP() << "this machine has a GPU: the run would train";
+#endif
+  AmpOptions o;
+  o.speed = true;
+  o.speed_batches = {64};
+  ResultSink sink;
+  const AmpOutcome out = run_amp(o, sink);
+  EXPECT_FALSE(out.gpu_found);
+  EXPECT_FALSE(out.no_gpu_reason.empty());
+  for (const Result& r : sink.results()) EXPECT_EQ(r.status, Status::skipped) << r.key;
+}
+
 TEST(AmpSkipped, TheChecklistFigureSaysWhyInOneLine) {
   ResultSink sink;
   add_amp_skipped(AmpOptions{}, "no NVIDIA GPU found", sink);

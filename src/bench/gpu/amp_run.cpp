@@ -108,6 +108,7 @@ const AmpRunRecord* find_record(const std::vector<AmpRunRecord>& records, const 
 }  // namespace
 
 AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
+  if (options.speed) return run_amp_speed(options, sink);
   validate_amp_options(options);
   AmpOutcome out;
   std::string why;
