@@ -170,7 +170,7 @@ void add_amp_results(const std::vector<AmpRunRecord>& records, const AmpOptions&
     ips.param("seeds", seeds).param("model", options.model)
         .param("batch", std::to_string(options.batch));
     sink.add(std::move(ips));
-    if (fp32_rate && *fp32_rate > 0) {
+    if (p != "fp32" && fp32_rate && *fp32_rate > 0) {
       const double speedup = quantile(rate, 0.5) / *fp32_rate;
       Result s = Result::measured(key(p, "speedup"), p + ": speedup over FP32", "x", {speedup});
       if (is_amp(p) && speedup < kAmpMinUsefulSpeedup) {
@@ -300,7 +300,9 @@ void add_amp_results(const std::vector<AmpRunRecord>& records, const AmpOptions&
                                 {worst->points}, false);
     r.param("precision", worst->precision);
     r.param("noise band", "+/- " + fmt1(worst->band) + " points");
-    const std::string what = worst->precision + " loses " + fmt1(worst->points) +
+    const std::string what = worst->precision +
+                             (worst->points >= 0 ? " loses " + fmt1(worst->points)
+                                                 : " gains " + fmt1(-worst->points)) +
                              " points of test accuracy against FP32 (+/- " + fmt1(worst->band) +
                              ", " + std::to_string(options.seeds) + " seeds)";
     if (worst->points < 1.0) {
