@@ -57,6 +57,10 @@ template <typename T>
 DeviceBuffer upload(const std::vector<T>& h) {
   DeviceBuffer d(h.size() * sizeof(T));
   GB_CHECK_CUDA(cudaMemcpy(d.data(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy may return before the DMA has landed, and the tests' streams
+  // are non-blocking (no ordering with the legacy stream): wait for it. (Seen on the H200 with
+  // another test using the GPU: the last word of a buffer still unwritten when read.)
+  GB_CHECK_CUDA(cudaDeviceSynchronize());
   return d;
 }
 

@@ -80,6 +80,9 @@ DeviceSplit upload(const HostSplit& s, nn::InputFormat::DType dtype, std::size_t
     GB_CHECK_CUDA(cudaMemcpy(d.x.data(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
   }
   GB_CHECK_CUDA(cudaMemcpy(d.y.data(), s.y.data(), s.n * 4, cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy may return before the DMA lands, and the trainer's stream is
+  // non-blocking: the gathers and steps on it must not start before the data is there.
+  GB_CHECK_CUDA(cudaDeviceSynchronize());
   return d;
 }
 
