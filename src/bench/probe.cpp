@@ -71,18 +71,7 @@ ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink) {
                                       std::to_string(count - 1) + ")");
   outcome.gpu_found = true;
 
-  ProbeContext ctx;
-  ctx.options = options;
-  ctx.device = query_device(options.device);
-  const sys::Nvml nvml = sys::Nvml::load();
-  if (nvml.available()) {
-    ctx.nvml = nvml.device_by_pci_bus_id(ctx.device.pci_bus_id);
-    if (!ctx.nvml)
-      ctx.nvml_missing_reason = "NVML does not list the device at PCI " + ctx.device.pci_bus_id;
-  } else {
-    ctx.nvml_missing_reason = nvml.unavailable_reason();
-  }
-  ctx.spec = find_gpu_spec(ctx.device.name, ctx.device.memory_bytes / 1e9);
+  ProbeContext ctx = probe_context(options);
 
   probe_environment(ctx, sink);
   using Section = void (*)(const ProbeContext&, ResultSink&);

@@ -79,6 +79,8 @@ const std::vector<std::pair<std::string, std::string>>& probe_sections();
 // Number of CUDA devices; 0 with `reason` set when there is no driver or no GPU.
 int cuda_device_count(std::string& reason);
 DeviceFacts query_device(int index);
+// The device's facts, its NVML handle (or why there is none) and its spec-table entry.
+ProbeContext probe_context(const ProbeOptions& options);
 // Environment facts read through CUDA and NVML (versions, clocks, ECC, MIG, PCIe link...).
 void probe_environment(const ProbeContext& ctx, ResultSink& sink);
 // The GPU sections (bench/gpu/*.cpp). Each one wraps every measurement in a TelemetrySampler

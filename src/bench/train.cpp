@@ -360,18 +360,9 @@ TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& 
   for (Result& r : train_skipped_results(configs, train_engine_missing_reason()))
     sink.add(std::move(r));
 #else
-  ProbeContext ctx;
-  ctx.options.device = options.device;
-  ctx.device = query_device(options.device);
-  const sys::Nvml nvml = sys::Nvml::load();
-  if (nvml.available()) {
-    ctx.nvml = nvml.device_by_pci_bus_id(ctx.device.pci_bus_id);
-    if (!ctx.nvml)
-      ctx.nvml_missing_reason = "NVML does not list the device at PCI " + ctx.device.pci_bus_id;
-  } else {
-    ctx.nvml_missing_reason = nvml.unavailable_reason();
-  }
-  ctx.spec = find_gpu_spec(ctx.device.name, ctx.device.memory_bytes / 1e9);
+  ProbeOptions probe_options;
+  probe_options.device = options.device;
+  const ProbeContext ctx = probe_context(probe_options);
   if (options.report_environment) probe_environment(ctx, sink);
   add_train_facts(options, sink);
 

@@ -1,7 +1,7 @@
-// gpu/fill.cuh: device-side helpers of the random fills (gpu/fill.hpp): store element i of a
-// buffer of a given element type from its hash, converting with the CUDA intrinsics whose
-// rounding the host converters in gpu/host_numeric.cpp reproduce bit for bit. Include from .cu
-// files only.
+// gpu/fill.cuh: device-side element stores: a float into a float/half/bfloat16 buffer, and for
+// the random fills (gpu/fill.hpp) element i of a buffer of a given element type from its hash,
+// converting with the CUDA intrinsics whose rounding the host converters in
+// gpu/host_numeric.cpp reproduce bit for bit. Include from .cu files only.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -13,6 +13,20 @@
 #include "gpu/host_numeric.hpp"
 
 namespace gb::gpu {
+
+// Stores v as element i of a float / half / bfloat16 buffer, rounding to nearest even (the
+// normalize and resize-crop kernels' output).
+template <ElementType T>
+__device__ __forceinline__ void store_float(void* dst, std::size_t i, float v) {
+  static_assert(T == ElementType::f32 || T == ElementType::f16 || T == ElementType::bf16);
+  if constexpr (T == ElementType::f32) {
+    static_cast<float*>(dst)[i] = v;
+  } else if constexpr (T == ElementType::f16) {
+    static_cast<__half*>(dst)[i] = __float2half_rn(v);
+  } else {
+    static_cast<__nv_bfloat16*>(dst)[i] = __float2bfloat16_rn(v);
+  }
+}
 
 template <ElementType T>
 __device__ __forceinline__ void store_uniform(void* __restrict__ dst, std::size_t i,

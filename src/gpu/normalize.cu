@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "gpu/check.hpp"
+#include "gpu/fill.cuh"
 #include "gpu/normalize.hpp"
 
 namespace gb::gpu {
@@ -18,16 +19,6 @@ struct Params {
   float inv_std[4];
 };
 
-template <ElementType T>
-__device__ __forceinline__ void store(void* dst, std::size_t i, float v) {
-  if constexpr (T == ElementType::f32) {
-    static_cast<float*>(dst)[i] = v;
-  } else if constexpr (T == ElementType::f16) {
-    static_cast<__half*>(dst)[i] = __float2half_rn(v);
-  } else {
-    static_cast<__nv_bfloat16*>(dst)[i] = __float2bfloat16_rn(v);
-  }
-}
 
 template <ElementType T, bool Nchw>
 __global__ void normalize_kernel(const std::uint8_t* __restrict__ src, std::size_t pixels,
@@ -40,7 +31,7 @@ __global__ void normalize_kernel(const std::uint8_t* __restrict__ src, std::size
       // Same operations, same order as data::normalized(): (x - mean) * (1 / std).
       const float v = (static_cast<float>(in[ch]) - p.mean[ch]) * p.inv_std[ch];
       const std::size_t out = Nchw ? (n * c + ch) * plane + pos : px * c + ch;
-      store<T>(dst, out, v);
+      store_float<T>(dst, out, v);
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "gpu/check.hpp"
+#include "gpu/fill.cuh"
 #include "gpu/resize_crop.hpp"
 
 namespace gb::gpu {
@@ -16,16 +17,6 @@ struct Params {
   float inv_std[3];
 };
 
-template <ElementType T>
-__device__ __forceinline__ void store(void* dst, std::size_t i, float v) {
-  if constexpr (T == ElementType::f32) {
-    static_cast<float*>(dst)[i] = v;
-  } else if constexpr (T == ElementType::f16) {
-    static_cast<__half*>(dst)[i] = __float2half_rn(v);
-  } else {
-    static_cast<__nv_bfloat16*>(dst)[i] = __float2bfloat16_rn(v);
-  }
-}
 
 // The taps of one output coordinate along one axis, as data/augment.cpp's precompute_taps: the
 // output pixel covers [start + i*scale, start + (i+1)*scale) of the source; a triangle filter of
@@ -88,7 +79,7 @@ __global__ void resize_crop_kernel(const ResizeCropItem* __restrict__ items, int
                 : ((static_cast<std::size_t>(n) * out_h + y) * out_w + xo) * 3 + c;
   };
   if (!it.valid) {
-    for (int c = 0; c < 3; ++c) store<T>(dst, out_index(c), 0.0f);
+    for (int c = 0; c < 3; ++c) store_float<T>(dst, out_index(c), 0.0f);
     return;
   }
   const Taps ty = taps_for(y, it.crop_y, it.crop_h, out_h, it.height);
@@ -114,7 +105,7 @@ __global__ void resize_crop_kernel(const ResizeCropItem* __restrict__ items, int
   for (int c = 0; c < 3; ++c) {
     // The uint8 level the CPU path's batch slot would hold, then normalize() as the CPU does.
     const float level = fminf(fmaxf(floorf(acc[c] * norm + 0.5f), 0.0f), 255.0f);
-    store<T>(dst, out_index(c), (level - p.mean[c]) * p.inv_std[c]);
+    store_float<T>(dst, out_index(c), (level - p.mean[c]) * p.inv_std[c]);
   }
 }
 

@@ -71,6 +71,22 @@ int cuda_device_count(std::string& reason) {
   return count;
 }
 
+ProbeContext probe_context(const ProbeOptions& options) {
+  ProbeContext ctx;
+  ctx.options = options;
+  ctx.device = query_device(options.device);
+  const sys::Nvml nvml = sys::Nvml::load();
+  if (nvml.available()) {
+    ctx.nvml = nvml.device_by_pci_bus_id(ctx.device.pci_bus_id);
+    if (!ctx.nvml)
+      ctx.nvml_missing_reason = "NVML does not list the device at PCI " + ctx.device.pci_bus_id;
+  } else {
+    ctx.nvml_missing_reason = nvml.unavailable_reason();
+  }
+  ctx.spec = find_gpu_spec(ctx.device.name, ctx.device.memory_bytes / 1e9);
+  return ctx;
+}
+
 DeviceFacts query_device(int index) {
   GB_CHECK_CUDA(cudaSetDevice(index));
   cudaDeviceProp prop{};
