@@ -6,8 +6,8 @@
 #           and the probe side by side with PyTorch
 #   loader  gpubase loader (CPU sweep + data-wait share, then the nvJPEG path) and the loader
 #           side by side with the torch DataLoader on 2,000 synthetic ImageNet-like JPEGs
-#   train   bench/train_vs_torch.py: gpubase train and PyTorch, ResNet-50 x 4 precisions and
-#           MobileNetV2 FP32/FP16 at batch 256, in one run
+#   train   MobileNetV2's GPU time per layer, then bench/train_vs_torch.py: gpubase train and
+#           PyTorch, ResNet-50 x 4 precisions and MobileNetV2 FP32/FP16 at batch 256, in one run
 #   amp     gpubase amp: the default study (4 precisions x 3 seeds on Fashion-MNIST, from
 #           $GPUBASE_FASHION_MNIST or ../shared/data/fashion-mnist)
 # e.g. PARTS=tests,train bash scripts/gpu-check.sh out/. Leaves JSON results and logs in out-dir
@@ -80,10 +80,16 @@ if wanted loader; then
   fi
 fi
 
-if wanted train && has_torch; then
-  step "train: gpubase and PyTorch side by side"
-  python3 "$ROOT/bench/train_vs_torch.py" --gpubase "$GPUBASE" \
-    --out "$OUTDIR/train-vs-torch.json" || status=1
+if wanted train; then
+  step "train: GPU time per layer, MobileNetV2 FP16 and BF16 (GPUBASE_NN_PROFILE)"
+  GPUBASE_NN_PROFILE=5 "$GPUBASE" train --model mobilenet_v2 --precision fp16,bf16 --steps 5 \
+    --warmup 10 -q --no-color > "$OUTDIR/train-profile.txt" 2>&1 || status=1
+  grep -A25 "GPU time per step" "$OUTDIR/train-profile.txt"
+  if has_torch; then
+    step "train: gpubase and PyTorch side by side"
+    python3 "$ROOT/bench/train_vs_torch.py" --gpubase "$GPUBASE" \
+      --out "$OUTDIR/train-vs-torch.json" || status=1
+  fi
 fi
 
 if wanted amp; then

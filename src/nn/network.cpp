@@ -178,17 +178,16 @@ std::size_t Network::setup(Context& ctx) {
   return ws;
 }
 
-namespace {
-
 // GPUBASE_NN_PROFILE=N: GPU time of every layer's forward and backward, from events around each
-// call, summed over the eager training steps 3 .. N+2 and printed on stderr (most expensive
-// first, grouped by what describe() says). For finding the slow layer of a model; off unless
-// asked, and never inside a graph capture.
+// call, summed over the eager training steps 3 .. N+2 of this network and printed on stderr
+// (most expensive first, grouped by what describe() says). For finding the slow layer of a
+// model; off unless asked, and never inside a graph capture.
 class LayerProfile {
  public:
-  static LayerProfile& get() {
-    static LayerProfile p;
-    return p;
+  static std::shared_ptr<LayerProfile> from_environment(std::string title) {
+    const char* v = std::getenv("GPUBASE_NN_PROFILE");
+    if (!v || std::atoi(v) <= 0) return nullptr;
+    return std::shared_ptr<LayerProfile>(new LayerProfile(std::atoi(v), std::move(title)));
   }
   bool on(cudaStream_t stream) const {
     if (steps_ <= 0 || done_) return false;
@@ -220,43 +219,44 @@ class LayerProfile {
       sum += ms / steps_;
     }
     std::sort(rows.rbegin(), rows.rend());
-    std::fprintf(stderr, "gpubase: GPU time per step by layer (mean of %d steps), %.2f ms in all\n",
-                 steps_, sum);
+    std::fprintf(stderr,
+                 "gpubase: %s: GPU time per step by layer (mean of %d steps), %.2f ms in all\n",
+                 title_.c_str(), steps_, sum);
     for (std::size_t i = 0; i < rows.size() && i < 40; ++i)
       std::fprintf(stderr, "  %8.3f ms  %5.1f %%  %s\n", rows[i].first, 100 * rows[i].first / sum,
                    rows[i].second.c_str());
   }
 
  private:
-  LayerProfile() {
-    if (const char* v = std::getenv("GPUBASE_NN_PROFILE")) steps_ = std::atoi(v);
-  }
+  LayerProfile(int steps, std::string title) : steps_(steps), title_(std::move(title)) {}
   int steps_ = 0, seen_ = 0;
+  std::string title_;
   bool done_ = false;
   std::vector<std::pair<std::string, cudaEvent_t>> marks_;
   std::map<std::string, double> total_;
 };
 
-}  // namespace
-
 void Network::forward(Context& ctx, bool training) {
-  LayerProfile& prof = LayerProfile::get();
-  const bool profile = training && prof.on(ctx.stream);
-  if (profile) prof.mark(ctx.stream, "start");
+  static const bool asked = std::getenv("GPUBASE_NN_PROFILE") != nullptr;
+  if (asked && !profile_ && !layers_.empty())
+    profile_ = LayerProfile::from_environment(std::string(to_string(ctx.precision)) + ", " +
+                                              std::to_string(layers_.size()) + " layers, batch " +
+                                              std::to_string(batch_));
+  const bool profile = training && profile_ && profile_->on(ctx.stream);
+  if (profile) profile_->mark(ctx.stream, "start");
   for (auto& l : layers_) {
     l->forward(ctx, training);
-    if (profile) prof.mark(ctx.stream, "fwd " + l->describe());
+    if (profile) profile_->mark(ctx.stream, "fwd " + l->describe());
   }
 }
 
 void Network::backward(Context& ctx) {
-  LayerProfile& prof = LayerProfile::get();
-  const bool profile = prof.on(ctx.stream);
+  const bool profile = profile_ && profile_->on(ctx.stream);
   for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
     (*it)->backward(ctx);
-    if (profile) prof.mark(ctx.stream, "bwd " + (*it)->describe());
+    if (profile) profile_->mark(ctx.stream, "bwd " + (*it)->describe());
   }
-  if (profile) prof.step_done(ctx.stream);
+  if (profile) profile_->step_done(ctx.stream);
 }
 
 }  // namespace gb::nn

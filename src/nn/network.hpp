@@ -157,6 +157,8 @@ class Network {
   Value* output_ = nullptr;
   std::size_t arena_bytes_ = 0;
   gpu::DeviceBuffer arena_;
+  // GPUBASE_NN_PROFILE=N: GPU time per layer over N eager steps (network.cpp), per network.
+  std::shared_ptr<class LayerProfile> profile_;
 };
 
 // Layer factories (one file each: conv.cpp, batchnorm.cpp, pool.cpp, elementwise.cpp,
