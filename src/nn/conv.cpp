@@ -9,12 +9,18 @@
 // tensor-op math type are rejected); TF32 = CUDNN_DEFAULT_MATH on FP32 data (cuDNN may use TF32
 // tensor cores); FP16/BF16 = CUDNN_TENSOR_OP_MATH with FP32 accumulation. As PyTorch does, each
 // direction gets its own descriptor carrying the math type its chosen algorithm reported.
+//
+// GPUBASE_NN_DEPTHWISE=own (read when a layer is made) sends 3x3 depthwise convolutions in NHWC
+// to the engine's own kernels (depthwise.hpp) instead of cuDNN; other shapes keep cuDNN.
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/error.hpp"
 #include "nn/cudnn_desc.hpp"
+#include "nn/depthwise.hpp"
 #include "nn/network.hpp"
 
 namespace gb::nn {
@@ -64,12 +70,23 @@ ConvDesc make_conv_desc(const ConvSpec& s, cudnnMathType_t math) {
   return owner;
 }
 
+bool own_depthwise_requested() {
+  const char* v = std::getenv("GPUBASE_NN_DEPTHWISE");
+  return v != nullptr && std::strcmp(v, "own") == 0;
+}
+
 class Conv final : public Layer {
  public:
-  Conv(const ConvSpec& spec, int weight_id) : spec_(spec), w_(weight_id) {}
+  Conv(const ConvSpec& spec, int weight_id)
+      : spec_(spec), w_(weight_id), own_requested_(own_depthwise_requested()) {}
 
   std::string describe() const override {
     const Shape& x = inputs[0]->shape;
+    if (own_) {
+      return "conv " + x.to_string() + " -> " + output->shape.to_string() + " k3x3 s" +
+             std::to_string(spec_.stride_h) + " g" + std::to_string(spec_.groups) +
+             " (own depthwise), workspace " + std::to_string(own_workspace_) + " B";
+    }
     return "conv " + x.to_string() + " -> " + output->shape.to_string() + " k" +
            std::to_string(spec_.kernel_h) + "x" + std::to_string(spec_.kernel_w) + " s" +
            std::to_string(spec_.stride_h) + " g" + std::to_string(spec_.groups) + " algos fwd " +
@@ -97,6 +114,15 @@ class Conv final : public Layer {
     if (Shape{n, c, h, w} != y->shape) {
       throw Error(ErrorKind::runtime, "conv: cuDNN output " + Shape{n, c, h, w}.to_string() +
                                           " differs from the planned " + y->shape.to_string());
+    }
+    own_ = own_requested_ && x->dtype == wt && y->dtype == wt &&
+           depthwise_supported(x->shape.c, spec_.out_channels, spec_.groups, spec_.kernel_h,
+                               spec_.kernel_w, spec_.stride_h, spec_.stride_w, spec_.pad_h,
+                               spec_.pad_w, spec_.dil_h, spec_.dil_w, x->nhwc);
+    if (own_) {
+      own_shape_ = DepthwiseShape{x->shape.n, x->shape.c, x->shape.h, x->shape.w, spec_.stride_h};
+      own_workspace_ = depthwise_backward_filter_workspace(own_shape_);
+      return own_workspace_;
     }
     const std::string key = x->shape.to_string() + "|" + wi.shape.to_string() + "|s" +
                             std::to_string(spec_.stride_h) + "," + std::to_string(spec_.stride_w) +
@@ -171,6 +197,11 @@ class Conv final : public Layer {
   }
 
   void forward(Context& ctx, bool) override {
+    if (own_) {
+      depthwise_forward(inputs[0]->data, ctx.params->weight(w_), output->data, own_shape_,
+                        output->dtype, ctx.stream);
+      return;
+    }
     GB_CHECK_CUDNN(cudnnConvolutionForward(
         ctx.cudnn, &kOne, xd_.get(), inputs[0]->data, wd_.get(), ctx.params->weight(w_),
         fwd_desc_.get(), static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algo), ctx.workspace,
@@ -179,6 +210,15 @@ class Conv final : public Layer {
 
   void backward(Context& ctx) override {
     Value* x = inputs[0];
+    if (own_) {
+      if (x->needs_grad) {
+        depthwise_backward_data(output->grad, ctx.params->weight(w_), x->grad, accumulate[0],
+                                own_shape_, x->dtype, ctx.stream);
+      }
+      depthwise_backward_filter(x->data, output->grad, ctx.params->grad(w_), ctx.workspace,
+                                ctx.workspace_bytes, own_shape_, x->dtype, ctx.stream);
+      return;
+    }
     if (x->needs_grad) {
       GB_CHECK_CUDNN(cudnnConvolutionBackwardData(
           ctx.cudnn, &kOne, wd_.get(), ctx.params->weight(w_), yd_.get(), output->grad,
@@ -212,6 +252,10 @@ class Conv final : public Layer {
 
   ConvSpec spec_;
   int w_;
+  bool own_requested_;  // GPUBASE_NN_DEPTHWISE=own when the layer was made
+  bool own_ = false;    // this layer runs on the own depthwise kernels (setup decides)
+  DepthwiseShape own_shape_;
+  std::size_t own_workspace_ = 0;
   TensorDesc xd_, yd_;
   FilterDesc wd_;
   ConvDesc fwd_desc_, bwd_data_desc_, bwd_filter_desc_;
