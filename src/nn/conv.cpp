@@ -3,22 +3,32 @@
 //
 // Algorithms are chosen once per problem (shapes, strides, groups, type, layout, precision) at
 // setup and cached in the Context, so ResNet-50's 53 convolutions search ~25 distinct problems.
-// cudnnFind*AlgorithmEx measures every algorithm on the layer's own buffers within the scratch
-// workspace (the fastest that runs wins); Context::find_algorithms = false asks the heuristic
-// (cudnnGet*_v7) instead. Math: FP32 = CUDNN_FMA_MATH (no tensor cores, no TF32; results from a
-// tensor-op math type are rejected); TF32 = CUDNN_DEFAULT_MATH on FP32 data (cuDNN may use TF32
-// tensor cores); FP16/BF16 = CUDNN_TENSOR_OP_MATH with FP32 accumulation. As PyTorch does, each
-// direction gets its own descriptor carrying the math type its chosen algorithm reported.
+// Per direction, cudnnFind*AlgorithmEx lists the algorithms that run within the scratch
+// workspace; the fastest four of that list are then timed again here, several rounds each on the
+// layer's own buffers, and the fastest wins (Find's single launches misrank: on MobileNetV2 FP16
+// it picked a 7 ms backward-filter algorithm for a 1x1 convolution that has 0.1 ms ones).
+// Context::find_algorithms = false asks the heuristic (cudnnGet*_v7) instead and takes its first.
+// Math: FP32 = CUDNN_FMA_MATH (no tensor cores, no TF32; results from a tensor-op math type are
+// rejected); TF32 = CUDNN_DEFAULT_MATH on FP32 data (cuDNN may use TF32 tensor cores); FP16/BF16
+// = CUDNN_TENSOR_OP_MATH with FP32 accumulation. As PyTorch does, each direction gets its own
+// descriptor carrying the math type its chosen algorithm reported.
 //
-// GPUBASE_NN_DEPTHWISE=own (read when a layer is made) sends 3x3 depthwise convolutions in NHWC
-// to the engine's own kernels (depthwise.hpp) instead of cuDNN; other shapes keep cuDNN.
+// 3x3 depthwise convolutions in NHWC also have the engine's own kernels (depthwise.hpp) as a
+// candidate in each direction, timed against cuDNN's (cuDNN's BF16 depthwise kernels are 5-20x
+// slower). GPUBASE_NN_DEPTHWISE=own forces them where they apply, =cudnn rules them out (read
+// when a layer is made). GPUBASE_NN_CONV_ALGO=verbose prints every search to stderr.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
+#include "gpu/cuda_raii.hpp"
 #include "nn/cudnn_desc.hpp"
 #include "nn/depthwise.hpp"
 #include "nn/network.hpp"
@@ -42,20 +52,55 @@ bool tensor_op(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-// The first result (cuDNN sorts by time / heuristic rank) that ran, fits the workspace and, in
-// FP32, does not use tensor cores.
+// A cuDNN algorithm (or the own depthwise kernel, kOwnKernel) worth timing for one direction.
+constexpr int kOwnKernel = -1;
+constexpr std::size_t kTimedCandidates = 4;  // cuDNN's fastest few are re-timed
+struct Candidate {
+  int algo = 0;
+  std::size_t memory = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  float listed_ms = -1.f;  // cuDNN's own figure (Find's measurement; -1 for the heuristic)
+};
+
+// cuDNN's results in its order (by time or heuristic rank) that ran, fit the workspace and, in
+// FP32, do not use tensor cores; at most `limit`.
 template <typename Perf>
-AlgoChoice pick(const Perf* perf, int count, std::size_t max_ws, Precision p, const char* what,
-                const std::string& key, cudnnMathType_t* math) {
-  for (int i = 0; i < count; ++i) {
+std::vector<Candidate> usable(const Perf* perf, int count, std::size_t max_ws, Precision p,
+                              std::size_t limit) {
+  std::vector<Candidate> out;
+  for (int i = 0; i < count && out.size() < limit; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > max_ws) continue;
     if (p == Precision::fp32 && tensor_op(perf[i].mathType)) continue;
-    if (p != Precision::fp32) *math = perf[i].mathType;
-    return AlgoChoice{static_cast<int>(perf[i].algo), perf[i].memory};
+    out.push_back(Candidate{static_cast<int>(perf[i].algo), perf[i].memory, perf[i].mathType,
+                            perf[i].time});
   }
-  throw Error(ErrorKind::runtime, std::string("cuDNN offers no ") + what +
-                                      " algorithm that fits a " + std::to_string(max_ws) +
-                                      "-byte workspace for " + key);
+  return out;
+}
+
+// Milliseconds per launch of each candidate, timed on `stream`: one untimed round, then rounds
+// that visit the candidates in turn (a clock still ramping up from idle favours none), the
+// fastest round per candidate.
+std::vector<float> time_candidates(cudaStream_t stream, std::size_t count,
+                                   const std::function<void(std::size_t)>& launch) {
+  constexpr int kRounds = 3;
+  const gpu::Event start = gpu::Event::create(), stop = gpu::Event::create();
+  std::vector<float> best(count, std::numeric_limits<float>::infinity());
+  for (std::size_t i = 0; i < count; ++i) launch(i);
+  for (int r = 0; r < kRounds; ++r) {
+    for (std::size_t i = 0; i < count; ++i) {
+      start.record(stream);
+      launch(i);
+      stop.record(stream);
+      stop.synchronize();
+      best[i] = std::min(best[i], gpu::Event::elapsed_ms(start, stop));
+    }
+  }
+  return best;
+}
+
+bool verbose_search() {
+  const char* v = std::getenv("GPUBASE_NN_CONV_ALGO");
+  return v != nullptr && std::strcmp(v, "verbose") == 0;
 }
 
 ConvDesc make_conv_desc(const ConvSpec& s, cudnnMathType_t math) {
@@ -70,29 +115,33 @@ ConvDesc make_conv_desc(const ConvSpec& s, cudnnMathType_t math) {
   return owner;
 }
 
-bool own_depthwise_requested() {
+// GPUBASE_NN_DEPTHWISE: "own" forces the own kernels where they apply, "cudnn" rules them out;
+// unset, they compete with cuDNN's algorithms in each direction.
+enum class DepthwiseMode { timed, own, cudnn };
+DepthwiseMode depthwise_mode() {
   const char* v = std::getenv("GPUBASE_NN_DEPTHWISE");
-  return v != nullptr && std::strcmp(v, "own") == 0;
+  if (v != nullptr && std::strcmp(v, "own") == 0) return DepthwiseMode::own;
+  if (v != nullptr && std::strcmp(v, "cudnn") == 0) return DepthwiseMode::cudnn;
+  return DepthwiseMode::timed;
+}
+
+std::string algo_name(const AlgoChoice& a) {
+  return a.algo == kOwnKernel ? std::string("own") : std::to_string(a.algo);
 }
 
 class Conv final : public Layer {
  public:
   Conv(const ConvSpec& spec, int weight_id)
-      : spec_(spec), w_(weight_id), own_requested_(own_depthwise_requested()) {}
+      : spec_(spec), w_(weight_id), depthwise_(depthwise_mode()) {}
 
   std::string describe() const override {
     const Shape& x = inputs[0]->shape;
-    if (own_) {
-      return "conv " + x.to_string() + " -> " + output->shape.to_string() + " k3x3 s" +
-             std::to_string(spec_.stride_h) + " g" + std::to_string(spec_.groups) +
-             " (own depthwise), workspace " + std::to_string(own_workspace_) + " B";
-    }
     return "conv " + x.to_string() + " -> " + output->shape.to_string() + " k" +
            std::to_string(spec_.kernel_h) + "x" + std::to_string(spec_.kernel_w) + " s" +
            std::to_string(spec_.stride_h) + " g" + std::to_string(spec_.groups) + " algos fwd " +
-           std::to_string(fwd_.algo) + " bwd-data " +
-           (inputs[0]->needs_grad ? std::to_string(bwd_data_.algo) : std::string("-")) +
-           " bwd-filter " + std::to_string(bwd_filter_.algo) + ", workspace " +
+           algo_name(fwd_) + " bwd-data " +
+           (inputs[0]->needs_grad ? algo_name(bwd_data_) : std::string("-")) + " bwd-filter " +
+           algo_name(bwd_filter_) + ", workspace " +
            std::to_string(std::max({fwd_.workspace, bwd_data_.workspace, bwd_filter_.workspace})) +
            " B";
   }
@@ -115,42 +164,56 @@ class Conv final : public Layer {
       throw Error(ErrorKind::runtime, "conv: cuDNN output " + Shape{n, c, h, w}.to_string() +
                                           " differs from the planned " + y->shape.to_string());
     }
-    own_ = own_requested_ && x->dtype == wt && y->dtype == wt &&
-           depthwise_supported(x->shape.c, spec_.out_channels, spec_.groups, spec_.kernel_h,
-                               spec_.kernel_w, spec_.stride_h, spec_.stride_w, spec_.pad_h,
-                               spec_.pad_w, spec_.dil_h, spec_.dil_w, x->nhwc);
-    if (own_) {
+    const bool own_fits = depthwise_ != DepthwiseMode::cudnn && x->dtype == wt &&
+                          y->dtype == wt &&
+                          depthwise_supported(x->shape.c, spec_.out_channels, spec_.groups,
+                                              spec_.kernel_h, spec_.kernel_w, spec_.stride_h,
+                                              spec_.stride_w, spec_.pad_h, spec_.pad_w,
+                                              spec_.dil_h, spec_.dil_w, x->nhwc);
+    Search search;
+    search.key = x->shape.to_string() + "|" + wi.shape.to_string() + "|s" +
+                 std::to_string(spec_.stride_h) + "," + std::to_string(spec_.stride_w) + "|p" +
+                 std::to_string(spec_.pad_h) + "," + std::to_string(spec_.pad_w) + "|d" +
+                 std::to_string(spec_.dil_h) + "," + std::to_string(spec_.dil_w) + "|g" +
+                 std::to_string(spec_.groups) + "|" + dtype_name(x->dtype) +
+                 (x->nhwc ? "|nhwc|" : "|nchw|") + std::string(to_string(ctx.precision));
+    if (own_fits) {
       own_shape_ = DepthwiseShape{x->shape.n, x->shape.c, x->shape.h, x->shape.w, spec_.stride_h};
-      own_workspace_ = depthwise_backward_filter_workspace(own_shape_);
-      return own_workspace_;
+      search.own = true;
+      search.own_only = depthwise_ == DepthwiseMode::own;
     }
-    const std::string key = x->shape.to_string() + "|" + wi.shape.to_string() + "|s" +
-                            std::to_string(spec_.stride_h) + "," + std::to_string(spec_.stride_w) +
-                            "|p" + std::to_string(spec_.pad_h) + "," +
-                            std::to_string(spec_.pad_w) + "|d" + std::to_string(spec_.dil_h) +
-                            "," + std::to_string(spec_.dil_w) + "|g" +
-                            std::to_string(spec_.groups) + "|" + dtype_name(x->dtype) +
-                            (x->nhwc ? "|nhwc|" : "|nchw|") + std::string(to_string(ctx.precision));
-    cudnnHandle_t h_ = ctx.cudnn;
+    cudnnHandle_t hd = ctx.cudnn;
     void* xp = x->data;
     void* yp = y->data;
     void* wp = ps.weight(w_);
     void* dwp = ps.grad(w_);
+    void* ws = ctx.workspace;
+    const std::size_t ws_bytes = ctx.workspace_bytes;
     constexpr int kMax = 16;
 
     cudnnMathType_t fm = math;
-    fwd_ = choose(ctx, key + "|fwd", &fm, [&](AlgoChoice& out, cudnnMathType_t* m) {
+    search.what = "forward";
+    fwd_ = choose(ctx, search, "|fwd", &fm, [&](std::vector<Candidate>& out) {
       std::array<cudnnConvolutionFwdAlgoPerf_t, kMax> perf{};
       int got = 0;
       if (ctx.find_algorithms) {
         GB_CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
-            h_, xd_.get(), xp, wd_.get(), wp, fwd_desc_.get(), yd_.get(), yp, kMax, &got,
-            perf.data(), ctx.workspace, ctx.workspace_bytes));
+            hd, xd_.get(), xp, wd_.get(), wp, fwd_desc_.get(), yd_.get(), yp, kMax, &got,
+            perf.data(), ws, ws_bytes));
       } else {
         GB_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(
-            h_, xd_.get(), wd_.get(), fwd_desc_.get(), yd_.get(), kMax, &got, perf.data()));
+            hd, xd_.get(), wd_.get(), fwd_desc_.get(), yd_.get(), kMax, &got, perf.data()));
       }
-      out = pick(perf.data(), got, ctx.workspace_bytes, ctx.precision, "forward", key, m);
+      out = usable(perf.data(), got, ws_bytes, ctx.precision, kTimedCandidates);
+    }, [&](const Candidate& k) {
+      if (k.algo == kOwnKernel) {
+        depthwise_forward(xp, wp, yp, own_shape_, y->dtype, ctx.stream);
+        return;
+      }
+      GB_CHECK_CUDNN(cudnnSetConvolutionMathType(fwd_desc_.get(), k.math));
+      GB_CHECK_CUDNN(cudnnConvolutionForward(
+          hd, &kOne, xd_.get(), xp, wd_.get(), wp, fwd_desc_.get(),
+          static_cast<cudnnConvolutionFwdAlgo_t>(k.algo), ws, ws_bytes, &kZero, yd_.get(), yp));
     });
     GB_CHECK_CUDNN(cudnnSetConvolutionMathType(fwd_desc_.get(), fm));
 
@@ -158,46 +221,68 @@ class Conv final : public Layer {
       cudnnMathType_t bm = math;
       bwd_data_desc_ = make_conv_desc(spec_, math);
       void* dxp = x->grad;
-      bwd_data_ = choose(ctx, key + "|bwd_data", &bm, [&](AlgoChoice& out, cudnnMathType_t* m) {
+      search.what = "backward-data";
+      bwd_data_ = choose(ctx, search, "|bwd_data", &bm, [&](std::vector<Candidate>& out) {
         std::array<cudnnConvolutionBwdDataAlgoPerf_t, kMax> perf{};
         int got = 0;
         if (ctx.find_algorithms) {
           GB_CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
-              h_, wd_.get(), wp, yd_.get(), yp, bwd_data_desc_.get(), xd_.get(), dxp, kMax, &got,
-              perf.data(), ctx.workspace, ctx.workspace_bytes));
+              hd, wd_.get(), wp, yd_.get(), yp, bwd_data_desc_.get(), xd_.get(), dxp, kMax, &got,
+              perf.data(), ws, ws_bytes));
         } else {
           GB_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-              h_, wd_.get(), yd_.get(), bwd_data_desc_.get(), xd_.get(), kMax, &got,
+              hd, wd_.get(), yd_.get(), bwd_data_desc_.get(), xd_.get(), kMax, &got,
               perf.data()));
         }
-        out = pick(perf.data(), got, ctx.workspace_bytes, ctx.precision, "backward-data", key,
-                   m);
+        out = usable(perf.data(), got, ws_bytes, ctx.precision, kTimedCandidates);
+      }, [&](const Candidate& k) {
+        if (k.algo == kOwnKernel) {
+          depthwise_backward_data(yp, wp, dxp, false, own_shape_, x->dtype, ctx.stream);
+          return;
+        }
+        GB_CHECK_CUDNN(cudnnSetConvolutionMathType(bwd_data_desc_.get(), k.math));
+        GB_CHECK_CUDNN(cudnnConvolutionBackwardData(
+            hd, &kOne, wd_.get(), wp, yd_.get(), yp, bwd_data_desc_.get(),
+            static_cast<cudnnConvolutionBwdDataAlgo_t>(k.algo), ws, ws_bytes, &kZero, xd_.get(),
+            dxp));
       });
       GB_CHECK_CUDNN(cudnnSetConvolutionMathType(bwd_data_desc_.get(), bm));
     }
 
     cudnnMathType_t wm = math;
     bwd_filter_desc_ = make_conv_desc(spec_, math);
-    bwd_filter_ = choose(ctx, key + "|bwd_filter", &wm, [&](AlgoChoice& out, cudnnMathType_t* m) {
+    search.what = "backward-filter";
+    search.own_workspace = own_fits ? depthwise_backward_filter_workspace(own_shape_) : 0;
+    bwd_filter_ = choose(ctx, search, "|bwd_filter", &wm, [&](std::vector<Candidate>& out) {
       std::array<cudnnConvolutionBwdFilterAlgoPerf_t, kMax> perf{};
       int got = 0;
       if (ctx.find_algorithms) {
         GB_CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            h_, xd_.get(), xp, yd_.get(), yp, bwd_filter_desc_.get(), wd_.get(), dwp, kMax, &got,
-            perf.data(), ctx.workspace, ctx.workspace_bytes));
+            hd, xd_.get(), xp, yd_.get(), yp, bwd_filter_desc_.get(), wd_.get(), dwp, kMax, &got,
+            perf.data(), ws, ws_bytes));
       } else {
         GB_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            h_, xd_.get(), yd_.get(), bwd_filter_desc_.get(), wd_.get(), kMax, &got,
+            hd, xd_.get(), yd_.get(), bwd_filter_desc_.get(), wd_.get(), kMax, &got,
             perf.data()));
       }
-      out = pick(perf.data(), got, ctx.workspace_bytes, ctx.precision, "backward-filter", key, m);
+      out = usable(perf.data(), got, ws_bytes, ctx.precision, kTimedCandidates);
+    }, [&](const Candidate& k) {
+      if (k.algo == kOwnKernel) {
+        depthwise_backward_filter(xp, yp, dwp, ws, ws_bytes, own_shape_, x->dtype, ctx.stream);
+        return;
+      }
+      GB_CHECK_CUDNN(cudnnSetConvolutionMathType(bwd_filter_desc_.get(), k.math));
+      GB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(
+          hd, &kOne, xd_.get(), xp, yd_.get(), yp, bwd_filter_desc_.get(),
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(k.algo), ws, ws_bytes, &kZero, wd_.get(),
+          dwp));
     });
     GB_CHECK_CUDNN(cudnnSetConvolutionMathType(bwd_filter_desc_.get(), wm));
     return std::max({fwd_.workspace, bwd_data_.workspace, bwd_filter_.workspace});
   }
 
   void forward(Context& ctx, bool) override {
-    if (own_) {
+    if (fwd_.algo == kOwnKernel) {
       depthwise_forward(inputs[0]->data, ctx.params->weight(w_), output->data, own_shape_,
                         output->dtype, ctx.stream);
       return;
@@ -210,21 +295,22 @@ class Conv final : public Layer {
 
   void backward(Context& ctx) override {
     Value* x = inputs[0];
-    if (own_) {
-      if (x->needs_grad) {
+    if (x->needs_grad) {
+      if (bwd_data_.algo == kOwnKernel) {
         depthwise_backward_data(output->grad, ctx.params->weight(w_), x->grad, accumulate[0],
                                 own_shape_, x->dtype, ctx.stream);
+      } else {
+        GB_CHECK_CUDNN(cudnnConvolutionBackwardData(
+            ctx.cudnn, &kOne, wd_.get(), ctx.params->weight(w_), yd_.get(), output->grad,
+            bwd_data_desc_.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algo),
+            ctx.workspace, ctx.workspace_bytes, accumulate[0] ? &kOne : &kZero, xd_.get(),
+            x->grad));
       }
+    }
+    if (bwd_filter_.algo == kOwnKernel) {
       depthwise_backward_filter(x->data, output->grad, ctx.params->grad(w_), ctx.workspace,
                                 ctx.workspace_bytes, own_shape_, x->dtype, ctx.stream);
       return;
-    }
-    if (x->needs_grad) {
-      GB_CHECK_CUDNN(cudnnConvolutionBackwardData(
-          ctx.cudnn, &kOne, wd_.get(), ctx.params->weight(w_), yd_.get(), output->grad,
-          bwd_data_desc_.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algo),
-          ctx.workspace, ctx.workspace_bytes, accumulate[0] ? &kOne : &kZero, xd_.get(),
-          x->grad));
     }
     GB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(
         ctx.cudnn, &kOne, xd_.get(), x->data, yd_.get(), output->grad, bwd_filter_desc_.get(),
@@ -233,18 +319,59 @@ class Conv final : public Layer {
   }
 
  private:
-  // Cached choice (with its math type) for `key`, or search() and remember the result.
-  template <typename Search>
-  static AlgoChoice choose(Context& ctx, const std::string& key, cudnnMathType_t* math,
-                           Search&& search) {
+  // What one direction's search needs besides cuDNN's list.
+  struct Search {
+    std::string key;             // the problem (shapes, strides, groups, type, layout, precision)
+    const char* what = "";       // "forward", "backward-data", "backward-filter"
+    bool own = false;            // the own depthwise kernel is a candidate
+    bool own_only = false;       // ... and the only one (GPUBASE_NN_DEPTHWISE=own)
+    std::size_t own_workspace = 0;
+  };
+
+  // The cached choice (with its math type) for the problem and direction, or: cuDNN's candidates
+  // (list(out)) plus the own kernel where it applies; with more than one, each is timed on the
+  // layer's buffers (launch(candidate)) and the fastest wins. Find's own figures are single,
+  // noisy launches taken while the clock may still be ramping up: they rank, they don't decide.
+  template <typename List, typename Launch>
+  static AlgoChoice choose(Context& ctx, const Search& s, const char* direction,
+                           cudnnMathType_t* math, List&& list, Launch&& launch) {
+    const std::string key = s.key + direction;
     const std::string math_key = key + "|math";
     auto it = ctx.algo_cache.find(key);
     if (it != ctx.algo_cache.end()) {
       *math = static_cast<cudnnMathType_t>(ctx.algo_cache[math_key].algo);
       return it->second;
     }
-    AlgoChoice c;
-    search(c, math);
+    std::vector<Candidate> cands;
+    if (!s.own_only) list(cands);
+    if (s.own) cands.push_back(Candidate{kOwnKernel, s.own_workspace, *math, -1.f});
+    if (cands.empty()) {
+      throw Error(ErrorKind::runtime, std::string("cuDNN offers no ") + s.what +
+                                          " algorithm that fits a " +
+                                          std::to_string(ctx.workspace_bytes) +
+                                          "-byte workspace for " + s.key);
+    }
+    std::size_t best = 0;
+    std::vector<float> ms;
+    if (cands.size() > 1 && (ctx.find_algorithms || s.own)) {
+      ms = time_candidates(ctx.stream, cands.size(), [&](std::size_t i) { launch(cands[i]); });
+      best = static_cast<std::size_t>(std::min_element(ms.begin(), ms.end()) - ms.begin());
+    }
+    if (verbose_search()) {
+      std::string line = "conv " + key + ":";
+      for (std::size_t i = 0; i < cands.size(); ++i) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " %s%s listed %.3f timed %.3f ms",
+                      i == best ? "*" : "",
+                      cands[i].algo == kOwnKernel ? "own" : std::to_string(cands[i].algo).c_str(),
+                      static_cast<double>(cands[i].listed_ms),
+                      ms.empty() ? -1.0 : static_cast<double>(ms[i]));
+        line += buf;
+      }
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    if (ctx.precision != Precision::fp32) *math = cands[best].math;
+    const AlgoChoice c{cands[best].algo, cands[best].memory};
     ctx.algo_cache[key] = c;
     ctx.algo_cache[math_key] = AlgoChoice{static_cast<int>(*math), 0};
     return c;
@@ -252,10 +379,8 @@ class Conv final : public Layer {
 
   ConvSpec spec_;
   int w_;
-  bool own_requested_;  // GPUBASE_NN_DEPTHWISE=own when the layer was made
-  bool own_ = false;    // this layer runs on the own depthwise kernels (setup decides)
+  DepthwiseMode depthwise_;  // GPUBASE_NN_DEPTHWISE when the layer was made
   DepthwiseShape own_shape_;
-  std::size_t own_workspace_ = 0;
   TensorDesc xd_, yd_;
   FilterDesc wd_;
   ConvDesc fwd_desc_, bwd_data_desc_, bwd_filter_desc_;

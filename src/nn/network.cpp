@@ -2,6 +2,7 @@
 #include "nn/network.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -180,8 +181,9 @@ std::size_t Network::setup(Context& ctx) {
 
 // GPUBASE_NN_PROFILE=N: GPU time of every layer's forward and backward, from events around each
 // call, summed over the eager training steps 3 .. N+2 of this network and printed on stderr
-// (most expensive first, grouped by what describe() says). For finding the slow layer of a
-// model; off unless asked, and never inside a graph capture.
+// (most expensive first, grouped by what describe() says), with the host time of the calls
+// themselves (a layer whose host time exceeds its GPU time starves the GPU when run eagerly).
+// For finding the slow layer of a model; off unless asked, and never inside a graph capture.
 class LayerProfile {
  public:
   static std::shared_ptr<LayerProfile> from_environment(std::string title) {
@@ -194,11 +196,16 @@ class LayerProfile {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     return cudaStreamIsCapturing(stream, &st) == cudaSuccess && st == cudaStreamCaptureStatusNone;
   }
+  // Call right before the first layer call (`what` = "start") and right after every one.
   void mark(cudaStream_t stream, const std::string& what) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!marks_.empty() && seen_ >= 2)
+      host_[what] += std::chrono::duration<double, std::milli>(now - last_host_).count();
     cudaEvent_t e = nullptr;
     cudaEventCreate(&e);
     cudaEventRecord(e, stream);
     marks_.push_back({what, e});
+    last_host_ = std::chrono::steady_clock::now();  // describe() and the event calls excluded
   }
   // After a backward pass: sum the intervals of this step and print once enough were seen.
   void step_done(cudaStream_t stream) {
@@ -213,17 +220,20 @@ class LayerProfile {
     if (++seen_ < steps_ + 2) return;
     done_ = true;
     std::vector<std::pair<double, std::string>> rows;
-    double sum = 0;
+    double sum = 0, host_sum = 0;
     for (const auto& [w, ms] : total_) {
       rows.push_back({ms / steps_, w});
       sum += ms / steps_;
+      host_sum += host_[w] / steps_;
     }
     std::sort(rows.rbegin(), rows.rend());
     std::fprintf(stderr,
-                 "gpubase: %s: GPU time per step by layer (mean of %d steps), %.2f ms in all\n",
-                 title_.c_str(), steps_, sum);
+                 "gpubase: %s: GPU time per step by layer (mean of %d steps), %.2f ms in all "
+                 "(host: %.2f ms of layer calls)\n      GPU ms  share    host ms  layer\n",
+                 title_.c_str(), steps_, sum, host_sum);
     for (std::size_t i = 0; i < rows.size() && i < 40; ++i)
-      std::fprintf(stderr, "  %8.3f ms  %5.1f %%  %s\n", rows[i].first, 100 * rows[i].first / sum,
+      std::fprintf(stderr, "  %10.3f  %5.1f %%  %9.3f  %s\n", rows[i].first,
+                   100 * rows[i].first / sum, host_[rows[i].second] / steps_,
                    rows[i].second.c_str());
   }
 
@@ -233,7 +243,8 @@ class LayerProfile {
   std::string title_;
   bool done_ = false;
   std::vector<std::pair<std::string, cudaEvent_t>> marks_;
-  std::map<std::string, double> total_;
+  std::map<std::string, double> total_, host_;
+  std::chrono::steady_clock::time_point last_host_;
 };
 
 void Network::forward(Context& ctx, bool training) {

@@ -2,9 +2,10 @@
 // against the CPU reference (nnref::conv2d_* with groups = C): forward, backward data (written
 // and accumulated) and backward filter, stride 1 and 2, odd spatial sizes, C a multiple of the
 // 16-byte vector and not, in f32 (1e-5 relative to the tensor's largest value), f16 (1e-2) and
-// bf16 (4e-2). Then the opt-in path end to end: a Conv layer under GPUBASE_NN_DEPTHWISE=own
-// describes itself as "(own depthwise)" and matches the reference, and a MobileNetV2 Trainer on
-// the own kernels (CUDA graph) gives the cuDNN path's first loss on the same seed and batch.
+// bf16 (4e-2). Then the Conv layer end to end: under GPUBASE_NN_DEPTHWISE=own it describes all
+// three directions as "own" and matches the reference, under =cudnn none; a MobileNetV2 Trainer
+// on the own kernels, and one on the timed per-direction choice (the default), give the cuDNN
+// path's first loss on the same seed and batch (CUDA graph).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -212,7 +213,8 @@ void check_layer(Precision p) {
     e.build(net);
     bool described = false;
     for (const auto& layer : net.layers())
-      described = described || layer->describe().find("(own depthwise)") != std::string::npos;
+      described = described || layer->describe().find("fwd own bwd-data own bwd-filter own") !=
+                                   std::string::npos;
     EXPECT_TRUE(described);
 
     Problem pb(d, t, gen);
@@ -243,20 +245,21 @@ TEST(NnDepthwiseLayer, Bf16ConvLayerRunsOnOwnKernelsWhenAskedFor) {
   check_layer(Precision::bf16);
 }
 
-TEST(NnDepthwiseLayer, CudnnStaysTheDefault) {
+TEST(NnDepthwiseLayer, CudnnOnlyWhenAskedFor) {
   GB_NN_REQUIRE_GPU();
-  ScopedEnv unset("GPUBASE_NN_DEPTHWISE", nullptr);
+  ScopedEnv only_cudnn("GPUBASE_NN_DEPTHWISE", "cudnn");
   testing::Engine e(Precision::fp16);
   Network net(DType::f16, true, 2);
   Value* x = net.input(32, 8, 8, true);
   net.conv(x, "dw", ConvSpec::square(32, 3, 1, 1, 32));
   e.build(net);
   for (const auto& layer : net.layers())
-    EXPECT_EQ(layer->describe().find("own depthwise"), std::string::npos) << layer->describe();
+    EXPECT_EQ(layer->describe().find("own"), std::string::npos) << layer->describe();
 }
 
-float mobilenet_first_loss(Precision p, bool own) {
-  ScopedEnv env("GPUBASE_NN_DEPTHWISE", own ? "own" : nullptr);
+// mode: GPUBASE_NN_DEPTHWISE ("own", "cudnn", or nullptr for the timed choice).
+float mobilenet_first_loss(Precision p, const char* mode) {
+  ScopedEnv env("GPUBASE_NN_DEPTHWISE", mode);
   TrainerOptions o;
   o.model = Model::mobilenet_v2;
   o.precision = p;
@@ -275,12 +278,16 @@ class NnDepthwiseTrainer : public ::testing::TestWithParam<Precision> {};
 TEST_P(NnDepthwiseTrainer, MobileNetV2FirstLossMatchesTheCudnnPath) {
   GB_NN_REQUIRE_GPU();
   const Precision p = GetParam();
-  const float cudnn = mobilenet_first_loss(p, false);
-  const float own = mobilenet_first_loss(p, true);
+  const float cudnn = mobilenet_first_loss(p, "cudnn");
+  const float own = mobilenet_first_loss(p, "own");
+  const float timed = mobilenet_first_loss(p, nullptr);
   ASSERT_TRUE(std::isfinite(own)) << own;
+  ASSERT_TRUE(std::isfinite(timed)) << timed;
   // Same weights, same batch: only the depthwise arithmetic (FP32 accumulation either way) and
   // the rounding of its outputs differ; ~ln(1000) = 6.9 at initialisation.
-  EXPECT_NEAR(own, cudnn, p == Precision::bf16 ? 0.1f : 0.05f) << "cuDNN " << cudnn;
+  const float tol = p == Precision::bf16 ? 0.1f : 0.05f;
+  EXPECT_NEAR(own, cudnn, tol) << "cuDNN " << cudnn;
+  EXPECT_NEAR(timed, cudnn, tol) << "cuDNN " << cudnn;
 }
 
 INSTANTIATE_TEST_SUITE_P(Reduced, NnDepthwiseTrainer,
