@@ -4,7 +4,7 @@ torchvision model at the same batch on the same GPU, in one run, and the ratio g
 
 Usage: python3 bench/train_vs_torch.py --gpubase build/apps/gpubase/gpubase
            [--config resnet50:fp32,tf32,fp16,bf16 --config mobilenet_v2:fp32,fp16]
-           [--batch 256] [--steps 50] [--warmup 20] [--graph] [--compile [MODE]] [--out F.json]
+           [--batch 256] [--steps 50] [--warmup 20] [--no-graph] [--compile [MODE]] [--out F.json]
 
 Both sides: synthetic inputs made once on the GPU (normal(0,1) images, random labels), SGD
 momentum 0.9, weight decay 1e-4, lr 0.1, cross-entropy; `warmup` untimed steps, then `steps`
@@ -45,8 +45,8 @@ def gpubase_rates(exe, configs, batch, steps, warmup, graph):
     for model, precisions in configs:
         cmd = [exe, "train", "--model", model, "--precision", ",".join(precisions),
                "--batch", str(batch), "--steps", str(steps), "--warmup", str(warmup), "--json"]
-        if graph:
-            cmd.append("--graph")
+        if not graph:
+            cmd.append("--no-graph")
         print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, check=False)
         if proc.returncode not in (0, 1):  # 1: a configuration failed; its reason is in the run
@@ -131,7 +131,8 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--graph", action="store_true", help="gpubase train --graph")
+    ap.add_argument("--no-graph", dest="graph", action="store_false",
+                    help="gpubase train --no-graph (eager launches; CUDA graphs are its default)")
     ap.add_argument("--compile", nargs="?", const="default", default=None, metavar="MODE",
                     help="also torch.compile(model, mode=MODE) (default mode when no MODE)")
     ap.add_argument("--out", help="write the comparison as JSON here")

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <numbers>
+#include <set>
 #include <span>
 
 #include "core/error.hpp"
@@ -418,7 +419,10 @@ AmpOutcome run_amp_speed(const AmpOptions& options, ResultSink& sink) {
     }
     if (!o.gpu_found) break;
   }
-  for (Fact& f : train_sink.facts()) sink.add_fact(std::move(f));
+  // Each batch size's run states the same protocol facts: keep the first of each.
+  std::set<std::string> seen;
+  for (Fact& f : train_sink.facts())
+    if (seen.insert(f.key).second) sink.add_fact(std::move(f));
   const std::vector<Result> train_results = train_sink.results();
   for (const Result& r : train_results) sink.add(r);
   add_amp_speed_results(train_results, sink);

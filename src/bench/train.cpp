@@ -132,7 +132,7 @@ std::vector<TrainConfig> train_configs(const TrainBenchOptions& o) {
   if (o.cuda_graph && o.warmup < kTrainMinGraphWarmup)
     throw Error(ErrorKind::usage, "--graph captures the step during the warm-up: give --warmup " +
                                       std::to_string(kTrainMinGraphWarmup) +
-                                      " or more so the capture is never timed");
+                                      " or more so the capture is never timed, or --no-graph");
   std::vector<TrainConfig> configs;
   for (const std::string& m : models)
     for (const std::string& p : precisions) configs.push_back({m, p, o.batch, o.cuda_graph});

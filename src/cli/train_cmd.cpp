@@ -38,8 +38,9 @@ std::shared_ptr<TrainCli> add_train_command(CLI::App& app, CLI::App*& cmd) {
   cmd->add_option("--steps", cli->bench.steps, "timed steps per configuration")
       ->capture_default_str();
   cmd->add_option("--warmup", cli->bench.warmup, "untimed steps first")->capture_default_str();
-  cmd->add_flag("--graph", cli->bench.cuda_graph,
-                "capture the whole step as a CUDA graph in the warm-up, then replay it");
+  cmd->add_flag("--graph,!--no-graph", cli->bench.cuda_graph,
+                "capture the whole step as a CUDA graph in the warm-up, then replay it "
+                "(default; --no-graph launches every kernel from the host each step)");
   cmd->add_option("--seed", cli->bench.seed, "weight initialisation seed")->capture_default_str();
   cmd->add_option("-d,--device", cli->bench.device, "CUDA device index")->capture_default_str();
   add_output_options(*cmd, cli->out, &cli->save);

@@ -5,8 +5,12 @@
 // setup and cached in the Context, so ResNet-50's 53 convolutions search ~25 distinct problems.
 // Per direction, cudnnFind*AlgorithmEx lists the algorithms that run within the scratch
 // workspace; the fastest four of that list are then timed again here, several rounds each on the
-// layer's own buffers, and the fastest wins (Find's single launches misrank: on MobileNetV2 FP16
-// it picked a 7 ms backward-filter algorithm for a 1x1 convolution that has 0.1 ms ones).
+// layer's own buffers, and the fastest wins (Find's figures carry 0.1-0.4 ms on top of the kernel,
+// so short kernels rank by noise: one listed at 0.255 ms runs in 0.017). A timed launch gets the
+// workspace a step will give it (Context::step_workspace_bytes, or more where the algorithm asks
+// for more): some algorithms run 10x faster with more than the minimum they report.
+// GPUBASE_NN_CONV_SKIP="bwd_filter:0,fwd:1" rules algorithms out per direction (fwd, bwd_data,
+// bwd_filter), for experiments with algorithms that time well alone and badly in a step.
 // Context::find_algorithms = false asks the heuristic (cudnnGet*_v7) instead and takes its first.
 // Math: FP32 = CUDNN_FMA_MATH (no tensor cores, no TF32; results from a tensor-op math type are
 // rejected); TF32 = CUDNN_DEFAULT_MATH on FP32 data (cuDNN may use TF32 tensor cores); FP16/BF16
@@ -96,6 +100,15 @@ std::vector<float> time_candidates(cudaStream_t stream, std::size_t count,
     }
   }
   return best;
+}
+
+// GPUBASE_NN_CONV_SKIP: whether `direction` ("|fwd", "|bwd_data", "|bwd_filter") rules out algo.
+bool skipped_algo(const char* direction, int algo) {
+  const char* v = std::getenv("GPUBASE_NN_CONV_SKIP");
+  if (v == nullptr) return false;
+  const std::string list = std::string(",") + v + ",";
+  return list.find("," + std::string(direction + 1) + ":" + std::to_string(algo) + ",") !=
+         std::string::npos;
 }
 
 bool verbose_search() {
@@ -189,6 +202,10 @@ class Conv final : public Layer {
     void* dwp = ps.grad(w_);
     void* ws = ctx.workspace;
     const std::size_t ws_bytes = ctx.workspace_bytes;
+    // A timed launch gets what a step will give it: the step's workspace, or more if it asks.
+    auto run_ws = [&](const Candidate& k) {
+      return std::min(ws_bytes, std::max(k.memory, ctx.step_workspace_bytes));
+    };
     constexpr int kMax = 16;
 
     cudnnMathType_t fm = math;
@@ -213,7 +230,7 @@ class Conv final : public Layer {
       GB_CHECK_CUDNN(cudnnSetConvolutionMathType(fwd_desc_.get(), k.math));
       GB_CHECK_CUDNN(cudnnConvolutionForward(
           hd, &kOne, xd_.get(), xp, wd_.get(), wp, fwd_desc_.get(),
-          static_cast<cudnnConvolutionFwdAlgo_t>(k.algo), ws, ws_bytes, &kZero, yd_.get(), yp));
+          static_cast<cudnnConvolutionFwdAlgo_t>(k.algo), ws, run_ws(k), &kZero, yd_.get(), yp));
     });
     GB_CHECK_CUDNN(cudnnSetConvolutionMathType(fwd_desc_.get(), fm));
 
@@ -243,7 +260,7 @@ class Conv final : public Layer {
         GB_CHECK_CUDNN(cudnnSetConvolutionMathType(bwd_data_desc_.get(), k.math));
         GB_CHECK_CUDNN(cudnnConvolutionBackwardData(
             hd, &kOne, wd_.get(), wp, yd_.get(), yp, bwd_data_desc_.get(),
-            static_cast<cudnnConvolutionBwdDataAlgo_t>(k.algo), ws, ws_bytes, &kZero, xd_.get(),
+            static_cast<cudnnConvolutionBwdDataAlgo_t>(k.algo), ws, run_ws(k), &kZero, xd_.get(),
             dxp));
       });
       GB_CHECK_CUDNN(cudnnSetConvolutionMathType(bwd_data_desc_.get(), bm));
@@ -268,13 +285,13 @@ class Conv final : public Layer {
       out = usable(perf.data(), got, ws_bytes, ctx.precision, kTimedCandidates);
     }, [&](const Candidate& k) {
       if (k.algo == kOwnKernel) {
-        depthwise_backward_filter(xp, yp, dwp, ws, ws_bytes, own_shape_, x->dtype, ctx.stream);
+        depthwise_backward_filter(xp, yp, dwp, ws, run_ws(k), own_shape_, x->dtype, ctx.stream);
         return;
       }
       GB_CHECK_CUDNN(cudnnSetConvolutionMathType(bwd_filter_desc_.get(), k.math));
       GB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(
           hd, &kOne, xd_.get(), xp, yd_.get(), yp, bwd_filter_desc_.get(),
-          static_cast<cudnnConvolutionBwdFilterAlgo_t>(k.algo), ws, ws_bytes, &kZero, wd_.get(),
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(k.algo), ws, run_ws(k), &kZero, wd_.get(),
           dwp));
     });
     GB_CHECK_CUDNN(cudnnSetConvolutionMathType(bwd_filter_desc_.get(), wm));
@@ -344,6 +361,7 @@ class Conv final : public Layer {
     }
     std::vector<Candidate> cands;
     if (!s.own_only) list(cands);
+    std::erase_if(cands, [&](const Candidate& k) { return skipped_algo(direction, k.algo); });
     if (s.own) cands.push_back(Candidate{kOwnKernel, s.own_workspace, *math, -1.f});
     if (cands.empty()) {
       throw Error(ErrorKind::runtime, std::string("cuDNN offers no ") + s.what +

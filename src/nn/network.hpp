@@ -60,6 +60,11 @@ struct Context {
   ParamStore* params = nullptr;
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  // During setup: the workspace every step will have at least (the trainer allocates the larger
+  // of this and what the layers ask for). Algorithms are timed with this much, because some
+  // (cuDNN's backward-filter algorithm 1 on 1x1 convolutions) run 10x faster given more than
+  // the minimum they report.
+  std::size_t step_workspace_bytes = 0;
   bool find_algorithms = true;    // cudnnFind*AlgorithmEx (measured) vs cudnnGet*_v7 (heuristic)
   bool allow_bn_fusion = true;    // cudnnBatchNormalization*Ex with fused add + ReLU where it runs
   std::size_t extra_bytes = 0;    // device memory layers own (statistics, reserve space)

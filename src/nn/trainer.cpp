@@ -103,6 +103,7 @@ std::string mib(std::size_t bytes) {
 // growth when judging whether a plan fits.
 constexpr std::size_t kHeadroomBytes = 512u << 20;
 constexpr std::size_t kMaxScratchBytes = 1u << 30;  // algorithm search
+constexpr std::size_t kStepWorkspaceBytes = 256u << 20;  // at least, when memory allows
 
 bool is_oom(const Error& e) {
   const cudaError_t last = cudaGetLastError();  // also clears the (non-sticky) error
@@ -179,7 +180,8 @@ Trainer::Impl::Impl(const TrainerOptions& o)
     }
     ctx.workspace = scratch.data();
     ctx.workspace_bytes = scratch.data() ? scratch_bytes : 0;
-    const std::size_t need = net.setup(ctx);
+    ctx.step_workspace_bytes = std::min(ctx.workspace_bytes, kStepWorkspaceBytes);
+    const std::size_t need = std::max(net.setup(ctx), ctx.step_workspace_bytes);
     GB_CHECK_CUDA(cudaStreamSynchronize(stream.get()));
     ctx.workspace = nullptr;
     ctx.workspace_bytes = 0;

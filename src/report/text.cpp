@@ -188,6 +188,7 @@ constexpr SectionAlias kAliases[] = {
 
 std::string section_prefix(const std::string& key) {
   if (key.starts_with("train.")) return "train";
+  if (key.starts_with("amp.speed.")) return "amp.speed";
   if (key.starts_with("amp.")) return "amp";
   const auto first = key.find('.');
   if (first == std::string::npos) return key;
@@ -225,6 +226,8 @@ SectionInfo section_info(const std::string& prefix) {
       {"train", {"Training throughput (synthetic batch on the GPU)", Layout::training}},
       {"amp", {"Mixed precision: FP32 / TF32 / FP16 / BF16, same weights and data order",
                Layout::monitor}},
+      {"amp.speed", {"Mixed precision, speed only (synthetic batch): where it pays",
+                     Layout::monitor}},
   };
   const auto it = kSections.find(prefix);
   if (it != kSections.end()) return it->second;
@@ -324,6 +327,10 @@ std::string subject_text(const Result& r) {
   if (const auto pids = r.find_param("pids")) parts.push_back("pids " + *pids);
   if (const auto core = r.find_param("core")) parts.push_back(*core);
   if (const auto device = r.find_param("device")) parts.push_back(*device);
+  if (const auto verdict = r.find_param("verdict")) {
+    const auto rates = r.find_param("images/s");
+    parts.push_back(*verdict + (rates ? " (" + *rates + " images/s)" : std::string()));
+  }
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out;

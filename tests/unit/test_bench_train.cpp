@@ -67,13 +67,13 @@ const Result* find(const std::vector<Result>& results, const std::string& key) {
   return nullptr;
 }
 
-TEST(TrainOptions, DefaultIsResNet50InAllFourPrecisionsAtBatch256) {
+TEST(TrainOptions, DefaultIsResNet50InAllFourPrecisionsAtBatch256WithCudaGraphs) {
   const auto configs = train_configs({});
   EXPECT_EQ(names(configs), (std::vector<std::string>{"resnet50/fp32", "resnet50/tf32",
                                                       "resnet50/fp16", "resnet50/bf16"}));
   for (const TrainConfig& c : configs) {
     EXPECT_EQ(c.batch, 256);
-    EXPECT_FALSE(c.cuda_graph);
+    EXPECT_TRUE(c.cuda_graph);
   }
 }
 
@@ -122,6 +122,7 @@ TEST(TrainOptions, BatchStepsAndWarmupOutOfRangeAreUsageErrors) {
   EXPECT_NE(usage_error(o).find("--warmup -1"), std::string::npos);
   o = {};
   o.warmup = 0;
+  o.cuda_graph = false;
   EXPECT_EQ(usage_error(o), "");  // no warm-up is allowed without a graph
 }
 
@@ -130,6 +131,7 @@ TEST(TrainOptions, GraphCaptureNeedsWarmupSteps) {
   o.cuda_graph = true;
   o.warmup = kTrainMinGraphWarmup - 1;
   EXPECT_NE(usage_error(o).find("--graph"), std::string::npos);
+  EXPECT_NE(usage_error(o).find("--no-graph"), std::string::npos);
   o.warmup = kTrainMinGraphWarmup;
   EXPECT_EQ(usage_error(o), "");
   for (const TrainConfig& c : train_configs(o)) EXPECT_TRUE(c.cuda_graph);

@@ -107,6 +107,15 @@ TEST_F(TrainCommand, NonNumericStepsExit2) { EXPECT_EQ(run({"--steps", "many"}),
 
 TEST_F(TrainCommand, GraphWithoutWarmupExits2) {
   EXPECT_EQ(run({"--graph", "--warmup", "1"}), 2);
+  EXPECT_EQ(run({"--warmup", "1"}), 2);  // the graph is the default
+}
+
+TEST_F(TrainCommand, NoGraphLaunchesEagerly) {
+  if (has_gpu()) GTEST_SKIP() << "this machine has a GPU: the run would train";
+  ASSERT_EQ(run({"--precision", "tf32", "--no-graph", "--warmup", "0"}), 3);
+  const gb::Run r = written();
+  ASSERT_EQ(r.results.size(), 1u);
+  EXPECT_EQ(r.results[0].find_param("graph"), "no");
 }
 
 }  // namespace

@@ -164,5 +164,19 @@ TEST(TrainReport, ARatioToPytorchOnlyWhereItsFigureIsKnown) {
   EXPECT_EQ(report::detail::torch_ratio_text(rows[5]), "");      // failed: no figure
 }
 
+// gpubase amp --speed: its rows have their own section and say, per row, whether AMP pays.
+TEST(AmpSpeedReport, OwnSectionWithTheVerdictAndBothRatesPerRow) {
+  gb::Run run;
+  run.command = "amp";
+  Result pays = Result::measured("amp.speed.resnet50.b256.fp16.speedup",
+                                 "resnet50 b256: fp16 over FP32", "x", {7.12});
+  pays.param("images/s", "7420 vs 1043").param("verdict", "pays");
+  run.results.push_back(pays);
+  const std::string text = report::render_terminal(run, plain());
+  EXPECT_NE(text.find("Mixed precision, speed only"), std::string::npos) << text;
+  EXPECT_EQ(text.find("same weights and data order"), std::string::npos) << text;
+  EXPECT_NE(text.find("pays (7420 vs 1043 images/s)"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace gb
