@@ -364,8 +364,8 @@ void add_amp_speed_results(const std::vector<Result>& train_results, ResultSink&
         r.status = Status::warn;
         r.reason = p + " trains " + mb.first + " at " + mb.second + " only " + fmt1(x) +
                    "x as fast as FP32";
-        r.advice = "at this model and batch the step is bound by kernel launches and memory "
-                   "traffic, not math: a larger batch, CUDA graphs (gpubase train --graph) or "
+        r.advice = "at this model and batch the step is bound by memory traffic and small "
+                   "kernels, not math (the step is already one CUDA graph): a larger batch or "
                    "fused kernels; mixed precision alone will not help";
       } else {
         r.param("verdict", "helps a little");

@@ -9,8 +9,9 @@
 // so short kernels rank by noise: one listed at 0.255 ms runs in 0.017). A timed launch gets the
 // workspace a step will give it (Context::step_workspace_bytes, or more where the algorithm asks
 // for more): some algorithms run 10x faster with more than the minimum they report.
-// GPUBASE_NN_CONV_SKIP="bwd_filter:0,fwd:1" rules algorithms out per direction (fwd, bwd_data,
-// bwd_filter), for experiments with algorithms that time well alone and badly in a step.
+// Some algorithms time well alone and badly inside a step; skipped_algo() rules those out
+// (FP16/BF16 backward-filter algorithm 0 by default); GPUBASE_NN_CONV_SKIP="bwd_filter:0,fwd:1"
+// replaces that list, per direction (fwd, bwd_data, bwd_filter).
 // Context::find_algorithms = false asks the heuristic (cudnnGet*_v7) instead and takes its first.
 // Math: FP32 = CUDNN_FMA_MATH (no tensor cores, no TF32; results from a tensor-op math type are
 // rejected); TF32 = CUDNN_DEFAULT_MATH on FP32 data (cuDNN may use TF32 tensor cores); FP16/BF16
@@ -102,10 +103,15 @@ std::vector<float> time_candidates(cudaStream_t stream, std::size_t count,
   return best;
 }
 
-// GPUBASE_NN_CONV_SKIP: whether `direction` ("|fwd", "|bwd_data", "|bwd_filter") rules out algo.
-bool skipped_algo(const char* direction, int algo) {
+// Whether `direction` ("|fwd", "|bwd_data", "|bwd_filter") rules out algo: the list in
+// GPUBASE_NN_CONV_SKIP when set (even empty), else the default. By default FP16/BF16 rule out
+// backward-filter algorithm 0: on MobileNetV2's 1x1 convolutions at 14x14 it times at 0.16 ms
+// alone and takes 1.5-7.2 ms inside a training step (H200, cuDNN 9.14; bench/NOTES.md t4), and
+// without it MobileNetV2 FP16 trains at 10,640 instead of 6,183 images/s, ResNet-50 unchanged.
+bool skipped_algo(const char* direction, int algo, Precision p) {
   const char* v = std::getenv("GPUBASE_NN_CONV_SKIP");
-  if (v == nullptr) return false;
+  const bool reduced = p == Precision::fp16 || p == Precision::bf16;
+  if (v == nullptr) v = reduced ? "bwd_filter:0" : "";
   const std::string list = std::string(",") + v + ",";
   return list.find("," + std::string(direction + 1) + ":" + std::to_string(algo) + ",") !=
          std::string::npos;
@@ -361,7 +367,13 @@ class Conv final : public Layer {
     }
     std::vector<Candidate> cands;
     if (!s.own_only) list(cands);
-    std::erase_if(cands, [&](const Candidate& k) { return skipped_algo(direction, k.algo); });
+    {
+      std::vector<Candidate> kept = cands;
+      std::erase_if(kept, [&](const Candidate& k) {
+        return k.algo != kOwnKernel && skipped_algo(direction, k.algo, ctx.precision);
+      });
+      if (!kept.empty()) cands = std::move(kept);  // a ruled-out algorithm beats none at all
+    }
     if (s.own) cands.push_back(Candidate{kOwnKernel, s.own_workspace, *math, -1.f});
     if (cands.empty()) {
       throw Error(ErrorKind::runtime, std::string("cuDNN offers no ") + s.what +
