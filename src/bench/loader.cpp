@@ -311,11 +311,77 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset&,
 std::optional<BatchCopyMeasurement> measure_batch_copy(std::size_t) { return std::nullopt; }
 std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset&,
                                                        const LoaderBenchOptions&, ResultSink&,
-                                                       std::string& why_not) {
+                                                       std::string& why_not,
+                                                       std::optional<DecodeSplit>) {
   why_not = "built without CUDA: the GPU decode path needs nvJPEG and a GPU";
   return std::nullopt;
 }
 #endif
+
+bool split_to_gpu(std::size_t index, double gpu_share) {
+  if (gpu_share <= 0) return false;
+  if (gpu_share >= 1) return true;
+  // Fractional part of index * (golden ratio - 1), exactly: 2^64 / phi as a fixed-point step.
+  constexpr std::uint64_t kStep = 0x9E3779B97F4A7C15ull;
+  const std::uint64_t frac = static_cast<std::uint64_t>(index) * kStep;
+  return static_cast<double>(frac >> 11) * 0x1.0p-53 < gpu_share;
+}
+
+double balanced_gpu_share(double gpu_images_per_s, double cpu_images_per_s) {
+  if (!(gpu_images_per_s > 0)) return 0.05;
+  if (!(cpu_images_per_s > 0)) return 1;
+  return std::clamp(gpu_images_per_s / (gpu_images_per_s + cpu_images_per_s), 0.05, 1.0);
+}
+
+std::vector<Result> split_results(const std::optional<GpuDecodeMeasurement>& m,
+                                  const std::string& why_not) {
+  const char* key = "loader.split.images_per_s";
+  const char* label = "loader CPU/GPU split, end to end";
+  if (!m) return {Result::skipped(key, label, "images/s", why_not)};
+  std::vector<Result> out;
+  Result r = Result::measured(key, label, "images/s", m->batch_images_per_s);
+  const double decoded = static_cast<double>(m->gpu_decoded + m->cpu_decoded);
+  r.param("gpu_share_asked_pct", fixed(100 * m->gpu_share, 1))
+      .param("gpu_share_pct",
+             fixed(decoded > 0 ? 100 * static_cast<double>(m->gpu_decoded) / decoded : 0, 1))
+      .param("gpu_decoded", std::to_string(m->gpu_decoded))
+      .param("cpu_decoded", std::to_string(m->cpu_decoded))
+      .param("workers", std::to_string(m->workers))
+      .param("backend", m->backend)
+      .param("wall_images_per_s", fixed(m->wall_images_per_s, 0))
+      .param("cpu_decode_ms", fixed(m->cpu_decode_ms, 3))
+      .param("cpu_augment_ms", fixed(m->cpu_augment_ms, 3))
+      .param("decode_ms_per_batch", fixed(m->decode_ms, 2))
+      .param("decode_host_ms_per_batch", fixed(m->decode_host_ms, 2))
+      .param("consumer_wait_ms_per_batch", fixed(m->consumer_wait_ms, 2))
+      .param("check", "PSNR " + fixed(m->check_psnr_db, 1) + " dB against the CPU path on " +
+                          std::to_string(m->check_images) + " GPU-decoded images before timing")
+      .param("target_images_per_s", fixed(kLoaderHostTargetImagesPerS, 0))
+      .param("target_source", "issue 4: >= 10,000 images/s on the 16-core H200 host");
+  if (m->cpu_cores_used) r.param("cpu_cores_used", fixed(*m->cpu_cores_used, 2));
+  if (m->cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", fixed(*m->cpu_busiest_core_pct, 1));
+  if (m->cpu_mean_pct) r.param("cpu_mean_pct", fixed(*m->cpu_mean_pct, 1));
+  out.push_back(std::move(r));
+  Result share = Result::measured("loader.split.gpu_share.pct", "split: samples decoded by nvJPEG",
+                                  "%", {decoded > 0 ? 100 * static_cast<double>(m->gpu_decoded) /
+                                                          decoded
+                                                    : 0});
+  share.param("asked_pct", fixed(100 * m->gpu_share, 1));
+  out.push_back(std::move(share));
+  if (m->cpu_cores_used) {
+    Result c = Result::measured("loader.split.cpu_cores", "split: CPU cores busy", "cores",
+                                {*m->cpu_cores_used}, /*higher_is_better=*/false);
+    c.param("workers", std::to_string(m->workers));
+    out.push_back(std::move(c));
+  }
+  Result bad = Result::measured("loader.split.bad_samples",
+                                "split: bad samples (substituted or left at the mean)", "samples",
+                                {static_cast<double>(m->bad_samples + m->decode_failures)},
+                                /*higher_is_better=*/false);
+  for (const std::string& e : m->bad_examples) bad.reason += (bad.reason.empty() ? "" : "; ") + e;
+  out.push_back(std::move(bad));
+  return out;
+}
 
 std::vector<Result> gpu_decode_results(const std::optional<GpuDecodeMeasurement>& m,
                                        const std::string& why_not) {
@@ -471,6 +537,45 @@ void run_cpu_sweep(const data::Dataset& dataset, const LoaderBenchOptions& optio
     }
   }
 }
+// The CPU/GPU split after both paths were measured alone: the share from their rates (or the
+// one asked for), every usable core but the consumer's as a worker.
+void run_split(const data::Dataset& dataset, const LoaderBenchOptions& o, unsigned cores,
+               LoaderBenchOutcome& outcome, const std::optional<GpuDecodeMeasurement>& gpu,
+               ResultSink& sink) {
+  std::string why_not;
+  std::optional<GpuDecodeMeasurement> m;
+  if (!gpu) {
+    why_not = "the GPU decode path did not run";
+  } else if (outcome.points.empty()) {
+    why_not = "the CPU sweep measured nothing";
+  } else {
+    const LoaderPoint& best = *std::max_element(
+        outcome.points.begin(), outcome.points.end(),
+        [](const LoaderPoint& a, const LoaderPoint& b) { return a.images_per_s < b.images_per_s; });
+    const double gpu_rate =
+        gpu->batch_images_per_s.empty() ? 0 : quantile(gpu->batch_images_per_s, 0.5);
+    DecodeSplit split;
+    split.gpu_share = o.gpu_share > 0 ? o.gpu_share : balanced_gpu_share(gpu_rate, best.images_per_s);
+    split.workers = std::max(1u, cores > 1 ? cores - 1 : 1u);
+    sink.progress("CPU/GPU split: " + fixed(100 * split.gpu_share, 0) + " % of the samples to " +
+                  "nvJPEG (" + (o.gpu_share > 0 ? std::string("asked") :
+                                "GPU " + grouped(gpu_rate) + " vs CPU " +
+                                grouped(best.images_per_s) + " images/s") +
+                  "), " + std::to_string(split.workers) + " workers");
+    m = measure_gpu_decode(dataset, o, sink, why_not, split);
+    if (m) {
+      const double median =
+          m->batch_images_per_s.empty() ? 0 : quantile(m->batch_images_per_s, 0.5);
+      sink.progress("  " + grouped(median) + " images/s, " +
+                    fixed(m->cpu_cores_used.value_or(0), 1) + " CPU cores busy");
+      if (m->interrupted) outcome.interrupted = true;
+    } else {
+      sink.progress("  skipped: " + why_not);
+    }
+  }
+  for (Result& r : split_results(m, why_not)) sink.add(std::move(r));
+}
+
 }  // namespace
 
 LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBenchOptions& options,
@@ -493,6 +598,10 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
   std::sort(sweep.begin(), sweep.end());
   sweep.erase(std::unique(sweep.begin(), sweep.end()), sweep.end());
   if (sweep.front() == 0) throw Error(ErrorKind::usage, "loader benchmark: workers must be >= 1");
+  if (!(options.gpu_share >= 0 && options.gpu_share <= 1)) {
+    throw Error(ErrorKind::usage, "--gpu-share: give the share of samples nvJPEG decodes, in "
+                                  "(0, 1], or 0 for the one that keeps both paths busy");
+  }
 
   for (Fact& f : sys::host_facts(sys::read_host_info())) sink.add_fact(std::move(f));
   sink.add_fact({"host.usable_cores", "usable cores", std::to_string(cores)});
@@ -523,6 +632,8 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
       sink.progress("  skipped: " + why_not);
     }
     for (Result& r : gpu_decode_results(m, why_not)) sink.add(std::move(r));
+    if (options.decode == LoaderDecode::both && !outcome.interrupted)
+      run_split(dataset, options, cores, outcome, m, sink);
   }
   return outcome;
 }

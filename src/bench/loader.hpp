@@ -20,6 +20,12 @@
 // threads read the files and parse headers, nvJPEG decodes whole batches (the hardware JPEG
 // engines where the card has them), one kernel crops, resizes, flips and normalizes into the
 // batch tensor with the CPU path's crop and flip draws.
+//
+// --decode both then runs the CPU/GPU split: one Loader whose workers decode a share of the
+// samples on the CPU (into 224x224 pixels) and only read + parse the rest for nvJPEG, in the same
+// batches; the share sent to the GPU defaults to what keeps both busy, R_gpu / (R_gpu + R_cpu)
+// from the two rates just measured (--gpu-share overrides it). Which path a sample takes depends
+// on its dataset index only (split_to_gpu), so batches stay the same for any worker count.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +46,8 @@ inline constexpr double kLoaderTargetPerCoreImagesPerS = 800;
 inline constexpr double kLoaderKneeShare = 0.97;
 // The target for the GPU decode path, end to end (files to the normalized batch tensor).
 inline constexpr double kLoaderGpuDecodeTargetImagesPerS = 15000;
+// The target for one host (16 cores on the H200 machine), files to the batch tensor.
+inline constexpr double kLoaderHostTargetImagesPerS = 10000;
 // torchvision's batched nvJPEG decode alone, 500x375 JPEGs, on the H200 (DESIGN.md).
 inline constexpr double kTorchvisionNvjpegImagesPerS = 21000;
 
@@ -66,7 +74,17 @@ struct LoaderBenchOptions {
   unsigned gpu_decode_workers = 0;
   std::string nvjpeg_backend = "auto";
   std::size_t gpu_max_jpeg_bytes = std::size_t{1} << 20;
+  // The CPU/GPU split (--decode both): share of the samples nvJPEG decodes, in (0, 1]; 0: from
+  // the measured rates of the two paths.
+  double gpu_share = 0;
 };
+
+// The CPU/GPU split's rule: whether the sample at dataset `index` goes to nvJPEG when a share
+// `gpu_share` of all samples does (a golden-ratio sequence: over any run of consecutive indices
+// the fraction sent is within a few samples of the share). share <= 0: never; >= 1: always.
+bool split_to_gpu(std::size_t index, double gpu_share);
+// The share that keeps both paths busy: gpu / (gpu + cpu) images/s, clamped to [0.05, 1].
+double balanced_gpu_share(double gpu_images_per_s, double cpu_images_per_s);
 
 // 1, 2, 4, 8, ... below `cores`, then `cores` itself.
 std::vector<unsigned> default_worker_sweep(unsigned cores);
@@ -157,14 +175,29 @@ struct GpuDecodeMeasurement {
   double check_psnr_db = 0;          // validation before timing: GPU vs CPU on the first samples
   std::size_t check_images = 0;
   bool interrupted = false;
+  // The CPU/GPU split: the share asked for, and the timed samples each path decoded.
+  double gpu_share = 1;
+  std::size_t gpu_decoded = 0, cpu_decoded = 0;
+  double cpu_decode_ms = 0, cpu_augment_ms = 0;  // per CPU-decoded image, mean
 };
-// Empty with why_not set when it cannot run: built without CUDA, no GPU, no libnvjpeg.
+// A CPU/GPU split run: the share nvJPEG decodes and the worker threads (each decodes its CPU
+// samples and reads + parses its GPU ones).
+struct DecodeSplit {
+  double gpu_share = 1;
+  unsigned workers = 1;
+};
+// Empty with why_not set when it cannot run: built without CUDA, no GPU, no libnvjpeg. With
+// `split`, the CPU/GPU split instead of the GPU path alone.
 std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& dataset,
                                                        const LoaderBenchOptions& options,
-                                                       ResultSink& sink, std::string& why_not);
+                                                       ResultSink& sink, std::string& why_not,
+                                                       std::optional<DecodeSplit> split = {});
 // Its results (loader.gpu_decode.*), or a skipped loader.gpu_decode.images_per_s with why_not.
 std::vector<Result> gpu_decode_results(const std::optional<GpuDecodeMeasurement>& m,
                                        const std::string& why_not);
+// A split run's results (loader.split.*), or a skipped loader.split.images_per_s with why_not.
+std::vector<Result> split_results(const std::optional<GpuDecodeMeasurement>& m,
+                                  const std::string& why_not);
 
 // One batch's host-to-device copy from pinned and from pageable memory (median of 5, GB/s):
 // why the loader's slots are pinned. Empty without a GPU.

@@ -105,7 +105,7 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_option("--decode", cli->decode,
                   "cpu: libjpeg-turbo sweep; gpu: nvJPEG decode + GPU resize-crop-normalize; "
-                  "both: the CPU sweep, then the GPU path")
+                  "both: the CPU sweep, the GPU path, then the two splitting the samples")
       ->capture_default_str();
   cmd->add_option("--gpu-workers", cli->bench.gpu_decode_workers,
                   "GPU path: host threads reading files (default: min(4, cores))");
@@ -113,6 +113,9 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
                   "GPU path: auto (hardware JPEG engines, else GPU hybrid), hardware, gpu_hybrid, "
                   "default")
       ->capture_default_str();
+  cmd->add_option("--gpu-share", cli->bench.gpu_share,
+                  "with --decode both, the CPU/GPU split: share of the samples nvJPEG decodes, "
+                  "in (0, 1] (default: the share that keeps both paths busy, from their rates)");
   cmd->add_option("--gpu-max-jpeg-kb", cli->gpu_max_jpeg_kb,
                   "GPU path: largest JPEG a pinned sample slot holds (larger files are bad "
                   "samples)")

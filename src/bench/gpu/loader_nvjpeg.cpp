@@ -64,6 +64,9 @@ struct SampleRecord {
   data::CropBox box;
   std::uint8_t flip = 0;
   std::uint8_t batched_supported = 1;
+  // CPU/GPU split: 1 when a worker already decoded, cropped, resized and flipped the sample on
+  // the CPU; image_size^2 x 3 HWC pixels follow instead of JPEG bytes (width = height = size).
+  std::uint8_t decoded = 0;
 };
 constexpr std::size_t kRecordBytes = 64;
 static_assert(sizeof(SampleRecord) <= kRecordBytes);
@@ -107,6 +110,31 @@ data::ProcessFn nvjpeg_reader_process(const gpu::NvjpegDecoder& decoder, unsigne
   };
 }
 
+// The CPU/GPU split's per-sample work: split_to_gpu() sends the sample to nvJPEG (the reader's
+// work above, stages "header" and "copy") or decodes it here with the CPU path's process (stages
+// "decode" and "augment"), behind a record that says so. Either path draws the crop and flip
+// from the same Philox stream in the same order.
+data::ProcessFn split_process(const gpu::NvjpegDecoder& decoder, unsigned workers,
+                              std::size_t max_jpeg_bytes, int image_size, double gpu_share) {
+  data::ProcessFn to_gpu = nvjpeg_reader_process(decoder, workers, max_jpeg_bytes);
+  data::ProcessFn on_cpu = jpeg_train_process(workers, image_size);
+  const std::size_t pixels = static_cast<std::size_t>(image_size) * image_size * 3;
+  return [to_gpu, on_cpu, pixels, image_size, gpu_share](
+             const data::SampleView& sample, data::Philox& rng, std::span<std::uint8_t> dst) {
+    if (split_to_gpu(sample.index, gpu_share)) return to_gpu(sample, rng, dst);
+    data::SampleResult r = on_cpu(sample, rng, dst.subspan(kRecordBytes, pixels));
+    if (!r.ok) return r;
+    SampleRecord rec;
+    rec.decoded = 1;
+    rec.width = rec.height = image_size;
+    std::memcpy(dst.data(), &rec, sizeof rec);
+    r.stage_s[2] = r.stage_s[0];  // decode, augment after the reader's header, copy
+    r.stage_s[3] = r.stage_s[1];
+    r.stage_s[0] = r.stage_s[1] = 0;
+    return r;
+  };
+}
+
 double process_cpu_s() {
   rusage u{};
   if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
@@ -138,6 +166,7 @@ class GpuBatchPipeline {
     gpu::Event begin, decoded, done;
     double decode_host_s = 0;
     std::size_t failures = 0;
+    std::size_t gpu_decoded = 0;  // positions nvJPEG decoded (the rest: a worker, on the CPU)
   };
 
   cudaStream_t stream() const { return stream_.get(); }
@@ -152,7 +181,10 @@ class GpuBatchPipeline {
     return *reinterpret_cast<const SampleRecord*>(b.data.data() + j * sample_bytes);
   }
 
-  // Enqueues batch b's decode and kernel; the batch stays lent until its `done` event.
+  // Enqueues batch b's decode and kernel; the batch stays lent until its `done` event. Samples a
+  // worker already decoded (the CPU/GPU split) are copied into the arena as they are and go
+  // through the same kernel with the whole image as the crop: at scale 1 its filter has one tap
+  // of weight 1, so their pixels reach the tensor unchanged.
   Submitted submit(const data::Batch& b) {
     const std::size_t n = b.size;
     // Arena layout: image j at offsets_[j], 256-byte aligned.
@@ -169,10 +201,12 @@ class GpuBatchPipeline {
       arena_ = gpu::DeviceBuffer(total + total / 4);
       ++arena_grows_;
     }
-    images_.resize(n);
+    images_.clear();
+    to_gpu_.clear();
     for (std::size_t j = 0; j < n; ++j) {
       const SampleRecord& r = record(b, j, sample_bytes_);
-      gpu::NvjpegDecoder::Image& im = images_[j];
+      if (r.decoded) continue;
+      gpu::NvjpegDecoder::Image im;
       im.jpeg = b.data.data() + j * sample_bytes_ + kRecordBytes;
       im.bytes = r.jpeg_bytes;
       im.width = r.width;
@@ -180,27 +214,55 @@ class GpuBatchPipeline {
       im.batched_supported = r.batched_supported != 0;
       im.dst = arena_.as<std::uint8_t>() + offsets_[j];
       im.pitch = static_cast<std::size_t>(r.width) * 3;
+      images_.push_back(im);
+      to_gpu_.push_back(j);
     }
     Submitted s{b, gpu::Event::create(), gpu::Event::create(), gpu::Event::create()};
     s.begin.record(stream_.get());
     const auto h0 = Clock::now();
-    decoder_.decode(images_, stream_.get(), status_);
+    if (!images_.empty()) decoder_.decode(images_, stream_.get(), gpu_status_);
     s.decode_host_s = seconds_since(h0);
+    // Per batch position: the decoder's verdict for its images, ok for the CPU-decoded ones.
+    status_.ok.assign(n, 1);
+    status_.reason.assign(n, std::string());
+    status_.single_decodes = images_.empty() ? 0 : gpu_status_.single_decodes;
+    status_.batch_failed = !images_.empty() && gpu_status_.batch_failed;
+    for (std::size_t k = 0; k < to_gpu_.size(); ++k) {
+      status_.ok[to_gpu_[k]] = gpu_status_.ok[k];
+      status_.reason[to_gpu_[k]] = gpu_status_.reason[k];
+    }
+    s.gpu_decoded = to_gpu_.size();
+    for (std::size_t j = 0; j < n; ++j) {
+      const SampleRecord& r = record(b, j, sample_bytes_);
+      if (!r.decoded) continue;
+      // From the pinned slot, which stays lent until `done`.
+      GB_CHECK_CUDA(cudaMemcpyAsync(arena_.as<std::uint8_t>() + offsets_[j],
+                                    b.data.data() + j * sample_bytes_ + kRecordBytes,
+                                    static_cast<std::size_t>(r.width) * r.height * 3,
+                                    cudaMemcpyHostToDevice, stream_.get()));
+    }
     s.decoded.record(stream_.get());
 
     items_.resize(n);
     for (std::size_t j = 0; j < n; ++j) {
       const SampleRecord& r = record(b, j, sample_bytes_);
       gpu::ResizeCropItem& it = items_[j];
-      it.src = images_[j].dst;
+      it.src = arena_.as<std::uint8_t>() + offsets_[j];
       it.width = r.width;
       it.height = r.height;
       it.pitch = r.width * 3;
-      it.crop_x = static_cast<float>(r.box.x);
-      it.crop_y = static_cast<float>(r.box.y);
-      it.crop_w = static_cast<float>(r.box.width);
-      it.crop_h = static_cast<float>(r.box.height);
-      it.flip = r.flip;
+      if (r.decoded) {
+        it.crop_x = it.crop_y = 0;
+        it.crop_w = static_cast<float>(r.width);
+        it.crop_h = static_cast<float>(r.height);
+        it.flip = 0;
+      } else {
+        it.crop_x = static_cast<float>(r.box.x);
+        it.crop_y = static_cast<float>(r.box.y);
+        it.crop_w = static_cast<float>(r.box.width);
+        it.crop_h = static_cast<float>(r.box.height);
+        it.flip = r.flip;
+      }
       it.valid = status_.ok[j];
       if (!status_.ok[j]) ++s.failures;
     }
@@ -250,16 +312,21 @@ class GpuBatchPipeline {
   std::vector<std::size_t> offsets_;
   std::vector<gpu::NvjpegDecoder::Image> images_;
   std::vector<gpu::ResizeCropItem> items_;
-  gpu::NvjpegDecoder::DecodeStatus status_;
+  std::vector<std::size_t> to_gpu_;                 // batch position of each of images_
+  gpu::NvjpegDecoder::DecodeStatus gpu_status_;     // per image of images_
+  gpu::NvjpegDecoder::DecodeStatus status_;         // per batch position
 };
 
 // Check before timing: the first images of the first batch, GPU (nvJPEG + kernel, fp32) against
 // the CPU path's pixels for the same crop and flip (libjpeg full-scale decode of the crop region
 // + data::resize_crop_flip), as PSNR over the uint8 levels. nvJPEG's IDCT and chroma upsampling
 // are not libjpeg's, so they differ by a level here and there; a wrong decode or a wrong crop
-// is far below 30 dB.
+// is far below 30 dB. A sample the CPU already decoded (the split) must come out of the kernel
+// as its own pixels, to rounding. `compared` counts the nvJPEG-decoded images the PSNR covers.
 double check_against_cpu(GpuBatchPipeline& pipe, const data::Batch& b, std::size_t sample_bytes,
-                         int size, std::size_t count, const data::Dataset& dataset) {
+                         int size, std::size_t count, const data::Dataset& dataset,
+                         std::size_t& compared) {
+  compared = 0;
   const std::vector<float> gpu_out = pipe.last_as_f32(count, size);
   data::JpegDecoder jpeg;
   data::DecodeScratch scratch;
@@ -270,6 +337,24 @@ double check_against_cpu(GpuBatchPipeline& pipe, const data::Batch& b, std::size
   for (std::size_t j = 0; j < count; ++j) {
     if (!pipe.status().ok[j]) continue;
     const SampleRecord& r = GpuBatchPipeline::record(b, j, sample_bytes);
+    if (r.decoded) {
+      const std::uint8_t* px = b.data.data() + j * sample_bytes + kRecordBytes;
+      double worst = 0;
+      for (std::size_t p = 0; p < plane; ++p)
+        for (int c = 0; c < 3; ++c) {
+          const float v = gpu_out[(j * 3 + c) * plane + p];
+          const double level = static_cast<double>(v) * pipe.stddev()[c] + pipe.mean()[c];
+          worst = std::max(worst, std::abs(level - px[p * 3 + c]));
+        }
+      if (worst > 0.01) {
+        throw Error(ErrorKind::runtime,
+                    "CPU/GPU split: a CPU-decoded sample (" + dataset.sample_name(b.indices[j]) +
+                        ") changed on its way to the tensor by up to " + std::to_string(worst) +
+                        " levels (expected none): not timed");
+      }
+      continue;
+    }
+    ++compared;
     const std::span<const std::uint8_t> bytes(b.data.data() + j * sample_bytes + kRecordBytes,
                                               r.jpeg_bytes);
     try {
@@ -324,7 +409,8 @@ void add_cpu_usage(const sys::CpuTimes& before, const sys::CpuTimes& after, doub
 
 std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& dataset,
                                                        const LoaderBenchOptions& o,
-                                                       ResultSink& sink, std::string& why_not) {
+                                                       ResultSink& sink, std::string& why_not,
+                                                       std::optional<DecodeSplit> split) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     why_not = "no GPU found: the GPU decode path needs one";
@@ -346,21 +432,31 @@ std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& data
   m.library = library->path() + (version.empty() ? "" : " (" + version + ")");
   const unsigned cores =
       static_cast<unsigned>(std::max<std::size_t>(sys::allowed_cpus().size(), 1));
-  m.workers = o.gpu_decode_workers > 0 ? o.gpu_decode_workers : std::min(4u, cores);
-  sink.add_fact({"loader.gpu_decode.library", "nvJPEG library", m.library});
-  sink.add_fact(
-      {"loader.gpu_decode.backend", "nvJPEG backend",
-       m.backend + (m.backend_note.empty() ? " (NVJPG engines)" : " (" + m.backend_note + ")")});
-  sink.add_fact({"loader.gpu_decode.output", "GPU path output",
-                 std::to_string(o.image_size) + "x" + std::to_string(o.image_size) +
-                     "x3 normalized, bf16 NCHW, in device memory"});
+  m.workers = split ? split->workers
+                    : (o.gpu_decode_workers > 0 ? o.gpu_decode_workers : std::min(4u, cores));
+  m.gpu_share = split ? split->gpu_share : 1.0;
+  if (!split) {
+    sink.add_fact({"loader.gpu_decode.library", "nvJPEG library", m.library});
+    sink.add_fact(
+        {"loader.gpu_decode.backend", "nvJPEG backend",
+         m.backend + (m.backend_note.empty() ? " (NVJPG engines)" : " (" + m.backend_note + ")")});
+    sink.add_fact({"loader.gpu_decode.output", "GPU path output",
+                   std::to_string(o.image_size) + "x" + std::to_string(o.image_size) +
+                       "x3 normalized, bf16 NCHW, in device memory"});
+  }
 
   data::LoaderOptions lo = loader_options(o, m.workers);
-  lo.sample_bytes = kRecordBytes + o.gpu_max_jpeg_bytes;
+  const std::size_t pixels = static_cast<std::size_t>(o.image_size) * o.image_size * 3;
+  lo.sample_bytes = kRecordBytes + (split ? std::max(o.gpu_max_jpeg_bytes, pixels)
+                                          : o.gpu_max_jpeg_bytes);
   lo.prefetch_depth = std::max<std::size_t>(o.prefetch_depth, 2);
   lo.process_stages = {"header", "copy"};
+  if (split) lo.process_stages = {"header", "copy", "decode", "augment"};
   GpuBatchPipeline pipe(decoder, o, lo.sample_bytes);
-  data::Loader loader(dataset, lo, nvjpeg_reader_process(decoder, m.workers, o.gpu_max_jpeg_bytes),
+  data::Loader loader(dataset, lo,
+                      split ? split_process(decoder, m.workers, o.gpu_max_jpeg_bytes,
+                                            o.image_size, split->gpu_share)
+                            : nvjpeg_reader_process(decoder, m.workers, o.gpu_max_jpeg_bytes),
                       DeviceFeeder::pinned_slot_allocator());
 
   std::uint32_t epoch = 0;
@@ -416,9 +512,9 @@ std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& data
     in_flight.push_back(pipe.submit(*b));
     note_failures(in_flight.back());
     if (k == 0) {
-      m.check_images = std::min<std::size_t>(b->size, 8);
-      m.check_psnr_db =
-          check_against_cpu(pipe, *b, lo.sample_bytes, o.image_size, m.check_images, dataset);
+      m.check_psnr_db = check_against_cpu(pipe, *b, lo.sample_bytes, o.image_size,
+                                          std::min<std::size_t>(b->size, 8), dataset,
+                                          m.check_images);
       sink.progress("  checked against the CPU path: PSNR " +
                     std::to_string(static_cast<int>(m.check_psnr_db)) + " dB on " +
                     std::to_string(m.check_images) + " images");
@@ -452,6 +548,8 @@ std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& data
     in_flight.push_back(pipe.submit(*b));
     note_failures(in_flight.back());
     single += pipe.status().single_decodes;
+    m.gpu_decoded += in_flight.back().gpu_decoded;
+    m.cpu_decoded += b->size - in_flight.back().gpu_decoded;
     m.images += b->size;
     ++m.batches;
     const auto now = Clock::now();
@@ -481,6 +579,15 @@ std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& data
   m.decode_ms = mean(decode_ms);
   m.resize_ms = mean(resize_ms);
   m.decode_host_ms = mean(decode_host_ms);
+  // The split's CPU stages are zero for the samples sent to nvJPEG: average over the CPU's share.
+  const double cpu_fraction =
+      m.images ? static_cast<double>(m.cpu_decoded) / static_cast<double>(m.images) : 0;
+  for (const data::StageTotal& st : s.stages) {
+    const double cpu_samples = static_cast<double>(st.time.count) * cpu_fraction;
+    const double ms = cpu_samples > 0 ? st.time.total_s * 1e3 / cpu_samples : 0;
+    if (st.name == "decode") m.cpu_decode_ms = ms;
+    if (st.name == "augment") m.cpu_augment_ms = ms;
+  }
   m.bad_samples += s.bad_samples;
   for (const std::string& e : s.bad_examples)
     if (m.bad_examples.size() < 5) m.bad_examples.push_back(e);
