@@ -191,6 +191,7 @@ class LayerProfile {
     if (!v || std::atoi(v) <= 0) return nullptr;
     return std::shared_ptr<LayerProfile>(new LayerProfile(std::atoi(v), std::move(title)));
   }
+  bool done() const { return done_; }
   bool on(cudaStream_t stream) const {
     if (steps_ <= 0 || done_) return false;
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
@@ -247,8 +248,20 @@ class LayerProfile {
   std::chrono::steady_clock::time_point last_host_;
 };
 
+namespace {
+bool profile_asked() {
+  static const bool asked = [] {
+    const char* v = std::getenv("GPUBASE_NN_PROFILE");
+    return v != nullptr && std::atoi(v) > 0;
+  }();
+  return asked;
+}
+}  // namespace
+
+bool Network::profiling() const { return profile_asked() && (!profile_ || !profile_->done()); }
+
 void Network::forward(Context& ctx, bool training) {
-  static const bool asked = std::getenv("GPUBASE_NN_PROFILE") != nullptr;
+  const bool asked = profile_asked();
   if (asked && !profile_ && !layers_.empty())
     profile_ = LayerProfile::from_environment(std::string(to_string(ctx.precision)) + ", " +
                                               std::to_string(layers_.size()) + " layers, batch " +

@@ -136,6 +136,9 @@ class Network {
 
   void forward(Context& ctx, bool training);
   void backward(Context& ctx);
+  // Whether GPUBASE_NN_PROFILE asked for a per-layer profile that has not been printed yet: it
+  // needs eager steps, so the trainer holds off capturing its CUDA graph until then.
+  bool profiling() const;
 
   int batch() const { return batch_; }
   DType dtype() const { return dtype_; }

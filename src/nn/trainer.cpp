@@ -12,7 +12,7 @@
 // [FP16: inf/NaN check of all gradients] -> fused SGD -> [FP16: scaler update].
 // With cuda_graph, the first step runs eagerly (lazy module loading and library
 // initialisation happen outside the capture), the second is captured and launched, and later
-// steps replay the graph.
+// steps replay the graph. While GPUBASE_NN_PROFILE collects its eager steps, capture waits.
 //
 // Environment: GPUBASE_NN_CONV_ALGO=heuristic picks convolution algorithms with cuDNN's
 // heuristic instead of measuring them; GPUBASE_NN_NO_BN_FUSION=1 disables the fused batch norm.
@@ -226,7 +226,7 @@ void Trainer::Impl::enqueue_step(const void* images, const std::int32_t* labels)
 
 void Trainer::Impl::train_step(const DeviceBatch& batch) {
   if (!batch.images || !batch.labels) throw Error(ErrorKind::usage, "train_step: empty batch");
-  if (!options.cuda_graph || steps_enqueued == 0) {
+  if (!options.cuda_graph || steps_enqueued == 0 || (!graph_exec && net.profiling())) {
     enqueue_step(batch.images, batch.labels);
     ++steps_enqueued;
     return;
