@@ -318,6 +318,30 @@ std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset&,
 }
 #endif
 
+namespace {
+// What a GPU-path run and a split run report alike: the nvJPEG stage times per batch, the
+// consumer's wait and the host CPU use.
+void add_gpu_run_params(Result& r, const GpuDecodeMeasurement& m) {
+  r.param("decode_ms_per_batch", fixed(m.decode_ms, 2))
+      .param("decode_host_ms_per_batch", fixed(m.decode_host_ms, 2))
+      .param("consumer_wait_ms_per_batch", fixed(m.consumer_wait_ms, 2));
+  if (m.cpu_cores_used) r.param("cpu_cores_used", fixed(*m.cpu_cores_used, 2));
+  if (m.cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", fixed(*m.cpu_busiest_core_pct, 1));
+  if (m.cpu_mean_pct) r.param("cpu_mean_pct", fixed(*m.cpu_mean_pct, 1));
+}
+
+Result gpu_bad_samples_result(const std::string& key, const std::string& label,
+                              const GpuDecodeMeasurement& m) {
+  Result bad = Result::measured(key, label, "samples",
+                                {static_cast<double>(m.bad_samples + m.decode_failures)},
+                                /*higher_is_better=*/false);
+  bad.param("before_decode", std::to_string(m.bad_samples))
+      .param("decode_failures", std::to_string(m.decode_failures));
+  for (const std::string& e : m.bad_examples) bad.reason += (bad.reason.empty() ? "" : "; ") + e;
+  return bad;
+}
+}  // namespace
+
 bool split_to_gpu(std::size_t index, double gpu_share) {
   if (gpu_share <= 0) return false;
   if (gpu_share >= 1) return true;
@@ -351,16 +375,11 @@ std::vector<Result> split_results(const std::optional<GpuDecodeMeasurement>& m,
       .param("wall_images_per_s", fixed(m->wall_images_per_s, 0))
       .param("cpu_decode_ms", fixed(m->cpu_decode_ms, 3))
       .param("cpu_augment_ms", fixed(m->cpu_augment_ms, 3))
-      .param("decode_ms_per_batch", fixed(m->decode_ms, 2))
-      .param("decode_host_ms_per_batch", fixed(m->decode_host_ms, 2))
-      .param("consumer_wait_ms_per_batch", fixed(m->consumer_wait_ms, 2))
       .param("check", "PSNR " + fixed(m->check_psnr_db, 1) + " dB against the CPU path on " +
                           std::to_string(m->check_images) + " GPU-decoded images before timing")
       .param("target_images_per_s", fixed(kLoaderHostTargetImagesPerS, 0))
       .param("target_source", "issue 4: >= 10,000 images/s on the 16-core H200 host");
-  if (m->cpu_cores_used) r.param("cpu_cores_used", fixed(*m->cpu_cores_used, 2));
-  if (m->cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", fixed(*m->cpu_busiest_core_pct, 1));
-  if (m->cpu_mean_pct) r.param("cpu_mean_pct", fixed(*m->cpu_mean_pct, 1));
+  add_gpu_run_params(r, *m);
   out.push_back(std::move(r));
   Result share = Result::measured("loader.split.gpu_share.pct", "split: samples decoded by nvJPEG",
                                   "%", {decoded > 0 ? 100 * static_cast<double>(m->gpu_decoded) /
@@ -374,12 +393,8 @@ std::vector<Result> split_results(const std::optional<GpuDecodeMeasurement>& m,
     c.param("workers", std::to_string(m->workers));
     out.push_back(std::move(c));
   }
-  Result bad = Result::measured("loader.split.bad_samples",
-                                "split: bad samples (substituted or left at the mean)", "samples",
-                                {static_cast<double>(m->bad_samples + m->decode_failures)},
-                                /*higher_is_better=*/false);
-  for (const std::string& e : m->bad_examples) bad.reason += (bad.reason.empty() ? "" : "; ") + e;
-  out.push_back(std::move(bad));
+  out.push_back(gpu_bad_samples_result(
+      "loader.split.bad_samples", "split: bad samples (substituted or left at the mean)", *m));
   return out;
 }
 
@@ -399,18 +414,13 @@ std::vector<Result> gpu_decode_results(const std::optional<GpuDecodeMeasurement>
       .param("images_timed", std::to_string(m->images))
       .param("batches_timed", std::to_string(m->batches))
       .param("host_read_ms_per_batch", fixed(m->host_read_ms, 2))
-      .param("decode_ms_per_batch", fixed(m->decode_ms, 2))
-      .param("decode_host_ms_per_batch", fixed(m->decode_host_ms, 2))
       .param("resize_ms_per_batch", fixed(m->resize_ms, 3))
-      .param("consumer_wait_ms_per_batch", fixed(m->consumer_wait_ms, 2))
       .param("single_decodes", std::to_string(m->single_decodes))
       .param("check", "PSNR " + fixed(m->check_psnr_db, 1) + " dB against the CPU path on " +
                           std::to_string(m->check_images) + " images before timing")
       .param("target_images_per_s", fixed(kLoaderGpuDecodeTargetImagesPerS, 0))
       .param("target_source", "issue 4: the nvJPEG path >= 15,000 images/s end to end");
-  if (m->cpu_cores_used) r.param("cpu_cores_used", fixed(*m->cpu_cores_used, 2));
-  if (m->cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", fixed(*m->cpu_busiest_core_pct, 1));
-  if (m->cpu_mean_pct) r.param("cpu_mean_pct", fixed(*m->cpu_mean_pct, 1));
+  add_gpu_run_params(r, *m);
   out.push_back(std::move(r));
 
   const double per_batch =
@@ -431,16 +441,9 @@ std::vector<Result> gpu_decode_results(const std::optional<GpuDecodeMeasurement>
     c.param("reader_threads", std::to_string(m->workers));
     out.push_back(std::move(c));
   }
-  Result bad = Result::measured("loader.gpu_decode.bad_samples",
-                                "GPU path: bad samples (substituted or left at the mean)",
-                                "samples",
-                                {static_cast<double>(m->bad_samples + m->decode_failures)},
-                                /*higher_is_better=*/false);
-  bad.param("before_decode", std::to_string(m->bad_samples))
-      .param("decode_failures", std::to_string(m->decode_failures));
-  for (const std::string& e : m->bad_examples)
-    bad.reason += (bad.reason.empty() ? "" : "; ") + e;
-  out.push_back(std::move(bad));
+  out.push_back(gpu_bad_samples_result(
+      "loader.gpu_decode.bad_samples", "GPU path: bad samples (substituted or left at the mean)",
+      *m));
   return out;
 }
 
