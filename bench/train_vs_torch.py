@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-DEFAULT_CONFIGS = ["resnet50:fp32,tf32,fp16,bf16", "mobilenet_v2:fp32,fp16"]
+DEFAULT_CONFIGS = ["resnet50:fp32,tf32,fp16,bf16", "mobilenet_v2:fp32,fp16,bf16"]
 TORCH_MODELS = {"resnet50", "mobilenet_v2"}  # small_resnet has no torchvision twin
 TARGETS = {("resnet50", p): 1.0 for p in ("fp32", "tf32", "fp16", "bf16")}
 TARGETS[("mobilenet_v2", "fp16")] = 1.0
