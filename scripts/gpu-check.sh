@@ -7,7 +7,7 @@
 #   loader  gpubase loader (CPU sweep + data-wait share, then the nvJPEG path) and the loader
 #           side by side with the torch DataLoader on 2,000 synthetic ImageNet-like JPEGs
 #   train   MobileNetV2's GPU time per layer, then bench/train_vs_torch.py: gpubase train and
-#           PyTorch, ResNet-50 x 4 precisions and MobileNetV2 FP32/FP16 at batch 256, in one run
+#           PyTorch, ResNet-50 x 4 precisions and MobileNetV2 FP32/FP16/BF16 at batch 256, in one run
 #   amp     gpubase amp: the default study (4 precisions x 3 seeds on Fashion-MNIST, from
 #           $GPUBASE_FASHION_MNIST or ../shared/data/fashion-mnist)
 # e.g. PARTS=tests,train bash scripts/gpu-check.sh out/. Leaves JSON results and logs in out-dir
