@@ -4,8 +4,8 @@
 #   tests   ctest -L gpu (every kernel and layer against its CPU reference)
 #   probe   gpubase probe (full and --quick), Ctrl-C keeps what was measured, baseline --quick,
 #           and the probe side by side with PyTorch
-#   loader  gpubase loader (CPU sweep + data-wait share, then the nvJPEG path) and the loader
-#           side by side with the torch DataLoader on 2,000 synthetic ImageNet-like JPEGs
+#   loader  gpubase loader (CPU sweep + data-wait share, the nvJPEG path, the CPU/GPU split), the
+#           loader side by side with the torch DataLoader on 2,000 synthetic ImageNet-like JPEGs
 #   train   MobileNetV2's GPU time per layer, then bench/train_vs_torch.py: gpubase train and
 #           PyTorch, ResNet-50 x 4 precisions and MobileNetV2 FP32/FP16/BF16 at batch 256, in one run
 #   amp     gpubase amp: the default study (4 precisions x 3 seeds on Fashion-MNIST, from
@@ -66,7 +66,7 @@ if wanted probe; then
 fi
 
 if wanted loader; then
-  step "loader: CPU worker sweep and the data-wait share on the GPU, then the nvJPEG path"
+  step "loader: CPU worker sweep and the data-wait share on the GPU, the nvJPEG path, the split"
   GPUBASE_HOME=$(mktemp -d) "$GPUBASE" loader --decode both --seconds 3 --no-color --json \
     -o "$OUTDIR/loader.json" || status=1
   "$GPUBASE" report --no-color "$OUTDIR/loader.json" > "$OUTDIR/loader.txt"
