@@ -558,7 +558,8 @@ void run_split(const data::Dataset& dataset, const LoaderBenchOptions& o, unsign
     const double gpu_rate =
         gpu->batch_images_per_s.empty() ? 0 : quantile(gpu->batch_images_per_s, 0.5);
     DecodeSplit split;
-    split.gpu_share = o.gpu_share > 0 ? o.gpu_share : balanced_gpu_share(gpu_rate, best.images_per_s);
+    split.gpu_share =
+        o.gpu_share > 0 ? o.gpu_share : balanced_gpu_share(gpu_rate, best.images_per_s);
     split.workers = std::max(1u, cores > 1 ? cores - 1 : 1u);
     sink.progress("CPU/GPU split: " + fixed(100 * split.gpu_share, 0) + " % of the samples to " +
                   "nvJPEG (" + (o.gpu_share > 0 ? std::string("asked") :

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -120,6 +121,18 @@ std::vector<TrainConfig> train_configs(const TrainBenchOptions& o) {
   const std::vector<std::string> precisions =
       select(o.precisions.empty() ? train_precisions() : o.precisions, train_precisions(),
              "precision", "--precision");
+  if (!o.data.empty()) {
+    for (const std::string& m : models)
+      if (m == "small_resnet")
+        throw Error(ErrorKind::usage, "--data feeds JPEG images at 224x224 to resnet50 and "
+                                      "mobilenet_v2; small_resnet trains on Fashion-MNIST in "
+                                      "`gpubase amp`");
+    if (o.data_prefetch < 2 || o.data_prefetch > 64)
+      throw Error(ErrorKind::usage, "--prefetch: give 2 .. 64 batches");
+    std::error_code ec;
+    if (!std::filesystem::exists(o.data, ec))
+      throw Error(ErrorKind::usage, "--data " + o.data + ": no such file or directory");
+  }
   if (o.batch < 1 || o.batch > kMaxBatch)
     throw Error(ErrorKind::usage, "--batch " + std::to_string(o.batch) + ": give 1 .. " +
                                       std::to_string(kMaxBatch) + " images per step");
@@ -212,6 +225,17 @@ std::optional<TorchFigure> torch_compile_figure(const std::string& device_name,
   return find_torch(kTorchCompile, device_name, c, "torch.compile");
 }
 
+std::optional<double> train_data_wait_pct(const TrainMeasurement& m) {
+  if (m.gpu_step_ms.empty() || m.gpu_step_ms.size() != m.step_ms.size()) return std::nullopt;
+  double busy = 0, wall = 0;
+  for (std::size_t i = 0; i < m.step_ms.size(); ++i) {
+    busy += m.gpu_step_ms[i];
+    wall += m.step_ms[i];
+  }
+  if (!(wall > 0)) return std::nullopt;
+  return std::clamp(100.0 * (1.0 - busy / wall), 0.0, 100.0);
+}
+
 std::vector<Result> train_results(const TrainMeasurement& m) {
   const TrainConfig& c = m.config;
   if (!m.error.empty()) return {failed_result(m, m.error)};
@@ -251,10 +275,17 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
     ips.param("skipped_steps", std::to_string(m.skipped_steps));
   }
   ips.telemetry = m.telemetry;
-  if (const auto t = torch_eager_figure(m.device_name, c))
-    ips.reference("pytorch", t->images_per_s, t->source);
-  if (const auto t = torch_compile_figure(m.device_name, c))
-    ips.reference("torch_compile", t->images_per_s, t->source);
+  const bool fed = !m.data_source.empty();
+  if (fed) {
+    ips.param("data", m.data_source);
+    ips.param("bad_samples", std::to_string(m.bad_samples));
+  } else {
+    // PyTorch's figures are on a synthetic batch too: no ratio for a loader-fed run.
+    if (const auto t = torch_eager_figure(m.device_name, c))
+      ips.reference("pytorch", t->images_per_s, t->source);
+    if (const auto t = torch_compile_figure(m.device_name, c))
+      ips.reference("torch_compile", t->images_per_s, t->source);
+  }
   if (m.loss_scale && m.skipped_steps > 0)
     ips.reason = std::to_string(m.skipped_steps) + " of the " + std::to_string(m.step_ms.size()) +
                  " timed steps skipped their update (FP16 gradients overflowed at loss scale " +
@@ -277,7 +308,28 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
                   " (cudaMemGetInfo before building the model and after the timed steps: "
                   "also library workspaces and graph memory)");
   if (m.total_bytes) mem.param("device_memory_total_gib", fixed(gib(*m.total_bytes), 1));
-  return {std::move(ips), std::move(step), std::move(mem)};
+  std::vector<Result> out{std::move(ips), std::move(step), std::move(mem)};
+  if (const auto wait = train_data_wait_pct(m)) {
+    Result w = Result::measured(train_key(c, "data_wait_pct"),
+                                "GPU waiting for data " + label, "%", {*wait},
+                                /*higher_is_better=*/false);
+    config_params(w, c);
+    const double gpu_ms = quantile(m.gpu_step_ms, 0.5);
+    w.param("data", m.data_source)
+        .param("gpu_step_ms", fixed(gpu_ms, 2) + " median (the step alone)")
+        .param("step_ms", fixed(median_ms, 2) + " median (step to step, waits included)")
+        .param("method", "1 - sum of the steps' GPU time (events right around each step) / sum "
+                         "of the step intervals (events between consecutive steps)");
+    if (*wait >= 10) {
+      w.status = Status::warn;
+      w.reason = "the GPU waited for data " + fixed(*wait, 1) + " % of the time (target < 10 %)";
+      w.advice = "the loader cannot keep up with this model: more workers (--workers), the "
+                 "nvJPEG path or the CPU/GPU split (`gpubase loader --decode both`), a packed "
+                 "dataset on faster storage";
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
 }
 
 std::vector<Result> train_skipped_results(const std::vector<TrainConfig>& configs,
@@ -308,7 +360,11 @@ namespace {
 #ifdef GPUBASE_WITH_NN
 void add_train_facts(const TrainBenchOptions& o, ResultSink& sink) {
   sink.add_fact({"train.data", "training data",
-                 "synthetic batch made once on the GPU (normal(0,1) images, random labels)"});
+                 o.data.empty()
+                     ? "synthetic batch made once on the GPU (normal(0,1) images, random labels)"
+                     : o.data + " through the loader (JPEG decode + RandomResizedCrop 224 + flip "
+                                "on CPU workers, pinned slots, H2D and normalization on the "
+                                "GPU)"});
   sink.add_fact({"train.steps", "steps per configuration",
                  std::to_string(o.warmup) + " warm-up + " + std::to_string(o.steps) + " timed"});
   sink.add_fact({"train.graph", "CUDA graph",

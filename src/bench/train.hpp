@@ -51,6 +51,13 @@ struct TrainBenchOptions {
   std::uint64_t seed = 0;  // weight initialisation; the synthetic batch uses seed + 1
   int device = 0;
   bool report_environment = true;  // host and GPU facts (baseline has them from the probe)
+  // Real input instead of the synthetic batch: a JPEG dataset (ImageFolder, WebDataset shards,
+  // .gbpack) through the loader (decode + RandomResizedCrop + flip on `data_workers` CPU
+  // threads, pinned slots, H2D on its own stream, normalization on the GPU), and the share of
+  // step time the GPU waited for it. resnet50 and mobilenet_v2 only (3x224x224 inputs).
+  std::string data;
+  unsigned data_workers = 0;  // 0: the usable cores but one
+  std::size_t data_prefetch = 4;
 };
 
 // One measured configuration.
@@ -104,7 +111,16 @@ struct TrainMeasurement {
   std::string device_name;
   std::string error;       // the engine's message (out of memory, ...): a failed configuration
   bool interrupted = false;  // Ctrl-C during the timed steps: step_ms holds those that ran
+  // Fed by the loader (TrainBenchOptions::data): the GPU time of each timed step alone (events
+  // right around it; step_ms also holds any wait for data), and what fed it.
+  std::vector<double> gpu_step_ms;
+  std::string data_source;       // "ImageFolder /data/train (1,281,167 samples), 15 workers"
+  std::size_t bad_samples = 0;   // substituted by the loader during the run
 };
+
+// Share of the timed wall time (GPU timeline) the GPU spent waiting for data: 1 - sum of the
+// steps' own GPU time / sum of the step intervals, in %; empty without gpu_step_ms.
+std::optional<double> train_data_wait_pct(const TrainMeasurement& m);
 
 // The results of one configuration:
 //   <cfg>.images_per_s  batch / step time per step, value = batch / median step (main figure;
@@ -112,6 +128,7 @@ struct TrainMeasurement {
 //                       the telemetry; the PyTorch figure as a "pytorch" reference on an H200)
 //   <cfg>.step_ms       step times (lower is better)
 //   <cfg>.memory_gib    device memory the trainer allocated (lower is better)
+//   <cfg>.data_wait_pct with --data: the share of step time spent waiting for the loader
 // A failed configuration (engine error, non-finite loss, no step timed) is one images_per_s
 // result with status fail and the reason.
 std::vector<Result> train_results(const TrainMeasurement& m);

@@ -42,6 +42,14 @@ std::shared_ptr<TrainCli> add_train_command(CLI::App& app, CLI::App*& cmd) {
                 "capture the whole step as a CUDA graph in the warm-up, then replay it "
                 "(default; --no-graph launches every kernel from the host each step)");
   cmd->add_option("--seed", cli->bench.seed, "weight initialisation seed")->capture_default_str();
+  cmd->add_option("--data", cli->bench.data,
+                  "train on a JPEG dataset (ImageFolder, WebDataset shards, .gbpack) through "
+                  "the loader instead of the synthetic batch, and report the share of step time "
+                  "the GPU waited for data");
+  cmd->add_option("--workers", cli->bench.data_workers,
+                  "with --data: loader worker threads (default: the usable cores but one)");
+  cmd->add_option("--prefetch", cli->bench.data_prefetch, "with --data: batch slots in the ring")
+      ->capture_default_str();
   cmd->add_option("-d,--device", cli->bench.device, "CUDA device index")->capture_default_str();
   add_output_options(*cmd, cli->out, &cli->save);
   cmd->footer(train_help());

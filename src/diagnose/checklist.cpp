@@ -131,12 +131,24 @@ void name_cause(ChecklistRow& row, const Run& run, const MetricRowSpec& spec) {
   row.advice = causes.front()->advice;
 }
 
+// The worst measured train.*<train_suffix> result (by the row's direction), or nullptr.
+const Result* worst_train_figure(const Run& run, const MetricRowSpec& spec) {
+  const Result* worst = nullptr;
+  for (const Result& r : run.results) {
+    if (!r.key.starts_with("train.") || !r.key.ends_with(spec.train_suffix) || !r.value) continue;
+    if (!worst || (spec.higher_is_better ? *r.value < *worst->value : *r.value > *worst->value))
+      worst = &r;
+  }
+  return worst;
+}
+
 ChecklistRow metric_row(const Run& run, const MetricRowSpec& spec) {
   ChecklistRow row;
   row.id = std::string(spec.id);
   row.check = std::string(spec.check);
   row.target = std::string(spec.target);
   const Result* r = run.find(spec.key);
+  if (!r && !spec.train_suffix.empty()) r = worst_train_figure(run, spec);
   if (!r) {
     row.status = Status::skipped;
     row.evidence = "measured by " + std::string(spec.suite) + " (not run)";

@@ -105,11 +105,12 @@ constexpr std::array<MetricRowSpec, 4> kMetricRows{{
      "(nvJPEG/DALI), set OMP_NUM_THREADS, check context switches and I/O wait",
      kCpuUtilCauses},
     {"data_loading", "data-loading time as a share of step time", "< 10 %",
-     "loader.data_wait_share.pct", "`gpubase loader`", false, 10.0, 25.0,
+     "loader.data_wait_share.pct", "`gpubase loader` or `gpubase train --data`", false, 10.0,
+     25.0,
      "the input pipeline is the bottleneck: faster storage or packed shards, cheaper "
      "decode/augment, prefetch, pinned memory, and the worker count at the knee `gpubase "
      "loader` finds",
-     {}},
+     {}, ".data_wait_pct"},
     {"amp_accuracy", "AMP accuracy loss vs FP32", "< 1 %", "amp.accuracy_loss.pct",
      "`gpubase amp`", false, 1.0, 2.0,
      "mixed precision costs accuracy: use dynamic loss scaling, keep softmax, norms and the "

@@ -92,6 +92,9 @@ struct MetricRowSpec {
   // Findings (diagnose_watch ids) that explain a warn/fail of this row, most specific first:
   // the row names the first one present and gives its advice instead of `advice`.
   std::span<const std::string_view> causes;
+  // Where `key` is absent: the worst of the results whose key starts with "train." and ends with
+  // this (a figure `gpubase train --data` gives per configuration); empty: none.
+  std::string_view train_suffix = {};
 };
 
 std::span<const MetricRowSpec> metric_rows();

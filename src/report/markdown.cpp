@@ -109,6 +109,8 @@ std::string render_markdown(const Run& run) {
         std::string n = notes(main);
         if (const std::string t = training_notes(row); !t.empty())
           n += (n.empty() ? "" : "<br>") + t;
+        if (const std::string t = data_wait_text(row); !t.empty())
+          n += (n.empty() ? "" : "<br>") + t;
         line(fmt::format(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", cell(row.model),
             row.precision, row.batch, row.graph ? "yes" : "no",

@@ -253,6 +253,10 @@ class TerminalWriter {
       const Result* next = i + 1 < rows.size() ? rows[i + 1].main : nullptr;
       explain(main, next && next->status == main.status && next->reason == main.reason &&
                         main.status == Status::skipped);
+      if (const std::string fed = data_wait_text(row); !fed.empty()) {
+        detail("", fed);
+        explain(*row.data_wait);
+      }
       if (opt_.verbose && main.status != Status::skipped) {
         if (const std::string notes = training_notes(row); !notes.empty()) detail("", notes);
         detail("telemetry: ", telemetry_text(main.telemetry));

@@ -285,6 +285,8 @@ std::vector<TrainingRow> training_rows(const Section& s) {
       row.step = r;
     } else if (figure == "memory_gib") {
       row.memory = r;
+    } else if (figure == "data_wait_pct") {
+      row.data_wait = r;
     }
   }
   return rows;
@@ -296,6 +298,14 @@ std::string step_text(const TrainingRow& row, bool range) {
   if (!range || row.step->stats.n < 2) return median;
   return fmt::format("{} ({}-{})", median, format_number(row.step->stats.min),
                      format_number(row.step->stats.max));
+}
+
+std::string data_wait_text(const TrainingRow& row) {
+  if (!row.data_wait || !row.data_wait->value) return "";
+  const auto data = row.data_wait->find_param("data");
+  return "fed by the loader" + (data ? " (" + *data + ")" : std::string()) +
+         ": the GPU waited for data " + format_number(*row.data_wait->value) +
+         " % of step time";
 }
 
 std::string torch_ratio_text(const TrainingRow& row) {

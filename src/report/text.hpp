@@ -67,8 +67,12 @@ struct TrainingRow {
   const Result* images = nullptr;
   const Result* step = nullptr;
   const Result* memory = nullptr;
+  const Result* data_wait = nullptr;  // fed by the loader (gpubase train --data)
 };
 std::vector<TrainingRow> training_rows(const Section& s);
+// "fed by the loader (<data>): the GPU waited for data 3.2 % of step time"; empty for a
+// synthetic-batch row.
+std::string data_wait_text(const TrainingRow& row);
 // Step time: "44.1 (43.9-45.2)" median (min-max) with range, "44.1" without; "-" when missing.
 std::string step_text(const TrainingRow& row, bool range);
 // "101 %": images/s against PyTorch's figure (reference kind "pytorch"); empty without one.

@@ -5,6 +5,8 @@
 // machine without a GPU (the CI machine).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -142,6 +144,46 @@ TEST(TrainKeys, NameModelPrecisionBatchAndFigure) {
             "train.resnet50.bf16.b256.images_per_s");
   EXPECT_EQ(train_key({"small_resnet", "fp32", 64, true}, "step_ms"),
             "train.small_resnet.fp32.b64.step_ms");
+}
+
+TEST(TrainResults, FedByTheLoaderAddsTheDataWaitShareAndDropsTheTorchRatio) {
+  TrainMeasurement m = h200_bf16();
+  m.device_name = "NVIDIA H200";
+  m.data_source = "ImageFolder /data (2,000 samples), 15 workers";
+  // Every step took 60 ms from one to the next, of which the step itself 51: 15 % waiting.
+  m.step_ms.assign(50, 60.0);
+  m.gpu_step_ms.assign(50, 51.0);
+  const auto results = train_results(m);
+  ASSERT_EQ(results.size(), 4u);
+  const Result* wait = find(results, "train.resnet50.bf16.b256.data_wait_pct");
+  ASSERT_TRUE(wait && wait->value);
+  EXPECT_NEAR(*wait->value, 15.0, 1e-9);
+  EXPECT_EQ(wait->status, Status::warn);
+  EXPECT_FALSE(wait->advice.empty());
+  EXPECT_FALSE(wait->higher_is_better);
+  const Result* ips = find(results, "train.resnet50.bf16.b256.images_per_s");
+  ASSERT_TRUE(ips);
+  EXPECT_EQ(ips->find_param("data"), m.data_source);
+  EXPECT_TRUE(ips->references.empty());  // PyTorch's figures are on a synthetic batch
+
+  m.gpu_step_ms.assign(50, 59.0);
+  const Result* low = find(train_results(m), "train.resnet50.bf16.b256.data_wait_pct");
+  ASSERT_TRUE(low);
+  EXPECT_NE(low->status, Status::warn);
+}
+
+TEST(TrainOptions, DataFeedsOnlyThe224ModelsFromAPathThatExists) {
+  TrainBenchOptions o;
+  o.data = std::filesystem::temp_directory_path().string();
+  o.models = {"small_resnet"};
+  EXPECT_NE(usage_error(o).find("--data"), std::string::npos);
+  o.models = {"resnet50", "mobilenet_v2"};
+  EXPECT_EQ(usage_error(o), "");
+  o.data_prefetch = 1;
+  EXPECT_NE(usage_error(o).find("--prefetch"), std::string::npos);
+  o.data_prefetch = 4;
+  o.data = "/no/such/dataset";
+  EXPECT_NE(usage_error(o).find("no such file"), std::string::npos);
 }
 
 TEST(TrainResults, AMeasuredConfigurationGivesImagesStepTimeAndMemory) {

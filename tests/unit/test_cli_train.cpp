@@ -110,6 +110,15 @@ TEST_F(TrainCommand, GraphWithoutWarmupExits2) {
   EXPECT_EQ(run({"--warmup", "1"}), 2);  // the graph is the default
 }
 
+TEST_F(TrainCommand, MissingDataExits2) {
+  EXPECT_EQ(run({"--data", "/no/such/dataset"}), 2);
+  EXPECT_FALSE(std::filesystem::exists(dir / "run.json"));
+}
+
+TEST_F(TrainCommand, DataForTheSmallResnetExits2) {
+  EXPECT_EQ(run({"--data", (dir / "").string(), "--model", "small_resnet"}), 2);
+}
+
 TEST_F(TrainCommand, NoGraphLaunchesEagerly) {
   if (has_gpu()) GTEST_SKIP() << "this machine has a GPU: the run would train";
   ASSERT_EQ(run({"--precision", "tf32", "--no-graph", "--warmup", "0"}), 3);

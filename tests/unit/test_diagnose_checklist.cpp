@@ -34,7 +34,8 @@ TEST(Checklist, MissingSuitesSayWhichCommandMeasuresThem) {
   EXPECT_FALSE(gpu->measured.has_value());
   EXPECT_EQ(gpu->evidence, "measured by `gpubase watch -- CMD` (not run)");
   EXPECT_EQ(cpu->evidence, "measured by `gpubase watch -- CMD` (not run)");
-  EXPECT_EQ(loading->evidence, "measured by `gpubase loader` (not run)");
+  EXPECT_EQ(loading->evidence,
+            "measured by `gpubase loader` or `gpubase train --data` (not run)");
   EXPECT_EQ(amp->evidence, "measured by `gpubase amp` (not run)");
 }
 
@@ -105,6 +106,26 @@ TEST(Checklist, BusiestCoreAbove80PercentWarns) {
 TEST(Checklist, DataLoadingShareUnderTenPercentPasses) {
   const auto rows = gb::diagnose::build_checklist(with_result("loader.data_wait_share.pct", 4));
   EXPECT_EQ(row(rows, "data_loading")->status, gb::Status::pass);
+}
+
+TEST(Checklist, DataLoadingComesFromTheWorstTrainingRunFedByTheLoader) {
+  gb::Run run;
+  run.results.push_back(gb::Result::measured("train.resnet50.fp32.b256.data_wait_pct", "fp32",
+                                             "%", {2.0}));
+  run.results.push_back(gb::Result::measured("train.resnet50.bf16.b256.data_wait_pct", "bf16",
+                                             "%", {18.0}));
+  run.results.push_back(gb::Result::measured("train.resnet50.bf16.b256.images_per_s", "rate",
+                                             "images/s", {5000.0}));
+  const auto rows = gb::diagnose::build_checklist(run);
+  const gb::ChecklistRow* loading = row(rows, "data_loading");
+  ASSERT_TRUE(loading);
+  EXPECT_EQ(loading->status, gb::Status::warn);  // 18 %: between 10 and 25
+  EXPECT_NE(loading->evidence.find("train.resnet50.bf16.b256.data_wait_pct"), std::string::npos);
+  // The loader's own figure, when the run has it, is the row's source.
+  run.results.push_back(
+      gb::Result::measured("loader.data_wait_share.pct", "loader", "%", {0.2}));
+  const auto again = gb::diagnose::build_checklist(run);
+  EXPECT_EQ(row(again, "data_loading")->status, gb::Status::pass);
 }
 
 TEST(Checklist, AmpAccuracyLossAboveTwoPointsFails) {

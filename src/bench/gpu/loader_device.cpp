@@ -23,6 +23,7 @@ DeviceFeeder::DeviceFeeder(const gpu::NormalizeShape& shape, gpu::ElementType ou
   tensor_bytes_ = elements * gpu::element_bytes(out);
   for (int i = 0; i < 2; ++i) {
     staging_[i] = gpu::DeviceBuffer(input_bytes_);
+    label_staging_[i] = gpu::DeviceBuffer(std::size_t(shape.n) * sizeof(std::int32_t));
     tensors_[i] = gpu::DeviceBuffer(tensor_bytes_);
     consumed_[i] = gpu::Event::create(cudaEventDisableTiming);
   }
@@ -39,7 +40,7 @@ data::SlotAllocator DeviceFeeder::pinned_slot_allocator() {
   return a;
 }
 
-const void* DeviceFeeder::submit(const data::Batch& b, cudaStream_t compute) {
+int DeviceFeeder::stage(const data::Batch& b, cudaStream_t compute, bool with_labels) {
   const int i = next_;
   next_ = 1 - next_;
   // The copy into staging_[i] must not overwrite what the previous normalization from it has
@@ -49,17 +50,40 @@ const void* DeviceFeeder::submit(const data::Batch& b, cudaStream_t compute) {
   const std::size_t bytes = std::min(b.data.size(), input_bytes_);
   GB_CHECK_CUDA(cudaMemcpyAsync(staging_[i].data(), b.data.data(), bytes, cudaMemcpyHostToDevice,
                                 copy_stream_.get()));
+  if (with_labels) {
+    // The labels follow the pixels in the pinned slot, which stays lent until `copied`.
+    GB_CHECK_CUDA(cudaMemcpyAsync(label_staging_[i].data(), b.labels.data(),
+                                  b.labels.size() * sizeof(std::int32_t),
+                                  cudaMemcpyHostToDevice, copy_stream_.get()));
+  }
   Pending p{b, gpu::Event::create(cudaEventDisableTiming)};
   p.copied.record(copy_stream_.get());
-  // The compute stream normalizes once the copy is done (a partial last batch: fewer images).
+  // The compute stream goes on once the copy is done (a partial last batch: fewer images).
   GB_CHECK_CUDA(cudaStreamWaitEvent(compute, p.copied.get(), 0));
+  pending_.push_back(std::move(p));
+  return i;
+}
+
+const void* DeviceFeeder::submit(const data::Batch& b, cudaStream_t compute) {
+  const int i = stage(b, compute, false);
   gpu::NormalizeShape s = shape_;
   s.n = static_cast<int>(b.size);
   gpu::normalize_batch(staging_[i].as<std::uint8_t>(), s, out_, mean_, stddev_,
                        tensors_[i].data(), compute);
   consumed_[i].record(compute);
-  pending_.push_back(std::move(p));
   return tensors_[i].data();
+}
+
+void DeviceFeeder::submit_into(const data::Batch& b, cudaStream_t compute, void* dst,
+                               std::int32_t* labels) {
+  const int i = stage(b, compute, true);
+  gpu::NormalizeShape s = shape_;
+  s.n = static_cast<int>(b.size);
+  gpu::normalize_batch(staging_[i].as<std::uint8_t>(), s, out_, mean_, stddev_, dst, compute);
+  GB_CHECK_CUDA(cudaMemcpyAsync(labels, label_staging_[i].data(),
+                                b.labels.size() * sizeof(std::int32_t), cudaMemcpyDeviceToDevice,
+                                compute));
+  consumed_[i].record(compute);
 }
 
 void DeviceFeeder::release_done(data::Loader& loader) {

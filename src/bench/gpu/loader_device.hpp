@@ -38,6 +38,10 @@ class DeviceFeeder {
   // normalization into one of two device tensors; returns that tensor. It stays valid until two
   // more batches have been submitted. The batch stays lent until release_done/release_all.
   const void* submit(const data::Batch& b, cudaStream_t compute);
+  // The same, normalizing into `dst` (shape.n images of type out) and copying the labels to
+  // `labels` (device, shape.n int32), both in `compute` stream order: a consumer that needs
+  // fixed input pointers (a captured CUDA graph) gives the same two every step.
+  void submit_into(const data::Batch& b, cudaStream_t compute, void* dst, std::int32_t* labels);
   // Gives back to the loader every submitted batch whose copy has completed (non-blocking).
   void release_done(data::Loader& loader);
   // Waits for the oldest copies until at most `held` submitted batches are still lent (a ring of
@@ -61,10 +65,14 @@ class DeviceFeeder {
   std::size_t tensor_bytes_ = 0;
   gpu::Stream copy_stream_;
   gpu::DeviceBuffer staging_[2];
+  gpu::DeviceBuffer label_staging_[2];
   gpu::DeviceBuffer tensors_[2];
   gpu::Event consumed_[2];  // normalization of the buffer's last batch finished reading it
   bool used_[2] = {false, false};
   int next_ = 0;
+  // Copies b's pixels (and labels) into the next staging pair on the copy stream and makes
+  // `compute` wait for them; returns the pair's index.
+  int stage(const data::Batch& b, cudaStream_t compute, bool with_labels);
   std::deque<Pending> pending_;
 };
 
