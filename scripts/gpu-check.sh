@@ -6,8 +6,9 @@
 #           and the probe side by side with PyTorch
 #   loader  gpubase loader (CPU sweep + data-wait share, the nvJPEG path, the CPU/GPU split), the
 #           loader side by side with the torch DataLoader on 2,000 synthetic ImageNet-like JPEGs
-#   train   MobileNetV2's GPU time per layer, then bench/train_vs_torch.py: gpubase train and
-#           PyTorch, ResNet-50 x 4 precisions and MobileNetV2 FP32/FP16/BF16 at batch 256, in one run
+#   train   MobileNetV2's GPU time per layer, training fed by the loader (the GPU's wait for
+#           data), then bench/train_vs_torch.py: gpubase train and PyTorch, ResNet-50 x 4
+#           precisions and MobileNetV2 FP32/FP16/BF16 at batch 256, in one run
 #   amp     gpubase amp: the default study (4 precisions x 3 seeds on Fashion-MNIST, from
 #           $GPUBASE_FASHION_MNIST or ../shared/data/fashion-mnist)
 # e.g. PARTS=tests,train bash scripts/gpu-check.sh out/. Leaves JSON results and logs in out-dir
@@ -85,6 +86,12 @@ if wanted train; then
   GPUBASE_NN_PROFILE=5 "$GPUBASE" train --model mobilenet_v2 --precision fp16,bf16 --steps 5 \
     --warmup 10 -q --no-color > "$OUTDIR/train-profile.txt" 2>&1 || status=1
   grep -A25 "GPU time per step" "$OUTDIR/train-profile.txt"
+  step "train: fed by the loader (2,000 synthetic ImageNet-like JPEGs): the GPU's wait for data"
+  synth_train=$(mktemp -d)/synth
+  "$GPUBASE" dataset synth --out "$synth_train" --images 2000 --classes 20 -q \
+    && "$GPUBASE" train --data "$synth_train" --model resnet50,mobilenet_v2 --precision bf16 \
+         --steps 30 --warmup 10 --no-color --json -o "$OUTDIR/train-data.json" || status=1
+  "$GPUBASE" report --no-color "$OUTDIR/train-data.json" | sed -n '/^Training/,/^Overall/p'
   if has_torch; then
     step "train: gpubase and PyTorch side by side"
     python3 "$ROOT/bench/train_vs_torch.py" --gpubase "$GPUBASE" \
