@@ -121,6 +121,10 @@ class LoaderFeed {
                                         std::to_string(ds.size()) +
                                         " samples, fewer than one batch of " +
                                         std::to_string(c.batch));
+    if (ds.class_names().size() > static_cast<std::size_t>(in.classes))
+      throw Error(ErrorKind::usage, "--data: " + ds.source() + " has " +
+                                        std::to_string(ds.class_names().size()) +
+                                        " classes; the model has " + std::to_string(in.classes));
     LoaderBenchOptions lb;
     lb.batch_size = static_cast<std::size_t>(c.batch);
     lb.image_size = in.height;
