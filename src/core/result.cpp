@@ -88,11 +88,13 @@ std::optional<std::string> Result::find_param(std::string_view name) const {
   return std::nullopt;
 }
 
-const Result* Run::find(std::string_view key) const {
+const Result* find_result(std::span<const Result> results, std::string_view key) {
   for (const auto& r : results)
     if (r.key == key) return &r;
   return nullptr;
 }
+
+const Result* Run::find(std::string_view key) const { return find_result(results, key); }
 
 std::optional<std::string> Run::fact(std::string_view key) const {
   for (const auto& f : environment)

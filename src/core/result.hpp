@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -131,5 +132,8 @@ struct Run {
   // Worst status over results and checklist (ignores info and skipped).
   Status worst_status() const;
 };
+
+// The result with this key in a list of them, or nullptr.
+const Result* find_result(std::span<const Result> results, std::string_view key);
 
 }  // namespace gb

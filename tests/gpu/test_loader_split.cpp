@@ -17,12 +17,6 @@
 namespace gb::bench {
 namespace {
 
-const Result* find(const std::vector<Result>& results, const std::string& key) {
-  for (const Result& r : results)
-    if (r.key == key) return &r;
-  return nullptr;
-}
-
 // A fresh directory under the system temp folder, removed with everything in it.
 class ScratchDir {
  public:
@@ -77,13 +71,13 @@ class LoaderSplitGpu : public ::testing::Test {
 TEST_F(LoaderSplitGpu, AskedShareIsMeasuredAndTheChecksPass) {
   ResultSink sink;
   ASSERT_NO_THROW(run_loader_bench(*dataset, options(0.5), sink));
-  const Result* r = find(sink.results(), "loader.split.images_per_s");
+  const Result* r = find_result(sink.results(), "loader.split.images_per_s");
   ASSERT_NE(r, nullptr);
   ASSERT_NE(r->status, Status::skipped) << r->reason;
   ASSERT_TRUE(r->value);
   EXPECT_GT(*r->value, 0);
   EXPECT_EQ(r->find_param("gpu_share_asked_pct"), "50.0");
-  const Result* share = find(sink.results(), "loader.split.gpu_share.pct");
+  const Result* share = find_result(sink.results(), "loader.split.gpu_share.pct");
   ASSERT_TRUE(share && share->value);
   EXPECT_GT(*share->value, 30);  // 48 samples, reshuffled every epoch: close to 50 %
   EXPECT_LT(*share->value, 70);
@@ -95,7 +89,7 @@ TEST_F(LoaderSplitGpu, AskedShareIsMeasuredAndTheChecksPass) {
 TEST_F(LoaderSplitGpu, BalancedDefaultSendsAShareOfTheSamplesToTheGpu) {
   ResultSink sink;
   ASSERT_NO_THROW(run_loader_bench(*dataset, options(0), sink));
-  const Result* share = find(sink.results(), "loader.split.gpu_share.pct");
+  const Result* share = find_result(sink.results(), "loader.split.gpu_share.pct");
   ASSERT_TRUE(share && share->value);
   EXPECT_GT(*share->value, 0);
   EXPECT_LE(*share->value, 100);

@@ -17,12 +17,6 @@
 namespace gb::bench {
 namespace {
 
-const Result* find(const std::vector<Result>& results, const std::string& key) {
-  for (const Result& r : results)
-    if (r.key == key) return &r;
-  return nullptr;
-}
-
 class TrainFromLoader : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
@@ -60,13 +54,13 @@ TEST_P(TrainFromLoader, ReportsImagesLossAndTheDataWaitShare) {
   const TrainBenchOutcome out = run_train_bench(o, sink);
   ASSERT_TRUE(out.gpu_found);
   EXPECT_EQ(out.failed, 0u);
-  const Result* ips = find(sink.results(), "train.mobilenet_v2.bf16.b16.images_per_s");
+  const Result* ips = find_result(sink.results(), "train.mobilenet_v2.bf16.b16.images_per_s");
   ASSERT_TRUE(ips && ips->value) << (ips ? ips->reason : "missing");
   EXPECT_GT(*ips->value, 0);
   ASSERT_TRUE(ips->find_param("data"));
   EXPECT_NE(ips->find_param("data")->find("2 workers"), std::string::npos);
   EXPECT_TRUE(std::isfinite(std::stod(*ips->find_param("final_loss"))));
-  const Result* wait = find(sink.results(), "train.mobilenet_v2.bf16.b16.data_wait_pct");
+  const Result* wait = find_result(sink.results(), "train.mobilenet_v2.bf16.b16.data_wait_pct");
   ASSERT_TRUE(wait && wait->value);
   EXPECT_GE(*wait->value, 0);
   EXPECT_LE(*wait->value, 100);

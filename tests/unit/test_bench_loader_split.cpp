@@ -18,12 +18,6 @@
 namespace gb::bench {
 namespace {
 
-const Result* find(const std::vector<Result>& results, const std::string& key) {
-  for (const Result& r : results)
-    if (r.key == key) return &r;
-  return nullptr;
-}
-
 std::size_t sent(std::size_t from, std::size_t count, double share) {
   std::size_t n = 0;
   for (std::size_t i = from; i < from + count; ++i) n += split_to_gpu(i, share) ? 1 : 0;
@@ -82,16 +76,16 @@ TEST(LoaderSplit, ResultsOfARunAndOfOneThatCouldNotRun) {
   m.check_images = 5;
   m.check_psnr_db = 50;
   const std::vector<Result> results = split_results(m, "");
-  const Result* r = find(results, "loader.split.images_per_s");
+  const Result* r = find_result(results, "loader.split.images_per_s");
   ASSERT_TRUE(r && r->value);
   EXPECT_DOUBLE_EQ(*r->value, 25000);
   EXPECT_EQ(r->find_param("gpu_share_pct"), "70.0");
   EXPECT_EQ(r->find_param("workers"), "15");
   EXPECT_EQ(r->find_param("target_images_per_s"), "10000");
-  const Result* share = find(results, "loader.split.gpu_share.pct");
+  const Result* share = find_result(results, "loader.split.gpu_share.pct");
   ASSERT_TRUE(share && share->value);
   EXPECT_DOUBLE_EQ(*share->value, 70);
-  const Result* cores = find(results, "loader.split.cpu_cores");
+  const Result* cores = find_result(results, "loader.split.cpu_cores");
   ASSERT_TRUE(cores && cores->value);
   EXPECT_DOUBLE_EQ(*cores->value, 14.2);
 
@@ -147,10 +141,10 @@ TEST_F(LoaderSplitRun, WithoutAGpuBothPathsRunTheCpuSweepAndSkipTheSplitWithTheR
   ResultSink sink;
   const LoaderBenchOutcome out = run_loader_bench(*dataset, options(), sink);
   EXPECT_EQ(out.points.size(), 1u);
-  const Result* gpu = find(sink.results(), "loader.gpu_decode.images_per_s");
+  const Result* gpu = find_result(sink.results(), "loader.gpu_decode.images_per_s");
   ASSERT_NE(gpu, nullptr);
   if (gpu->status != Status::skipped) GTEST_SKIP() << "this machine decodes on a GPU";
-  const Result* split = find(sink.results(), "loader.split.images_per_s");
+  const Result* split = find_result(sink.results(), "loader.split.images_per_s");
   ASSERT_NE(split, nullptr);
   EXPECT_EQ(split->status, Status::skipped);
   EXPECT_EQ(split->reason, "the GPU decode path did not run");
