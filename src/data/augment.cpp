@@ -163,6 +163,7 @@ void pair_taps(const std::vector<std::int32_t>& coeffs, const std::vector<int>& 
 using I32x8 = std::int32_t __attribute__((vector_size(32)));
 using U32x8 = std::uint32_t __attribute__((vector_size(32)));
 using U8x32 = std::uint8_t __attribute__((vector_size(32)));
+using U8x8 = std::uint8_t __attribute__((vector_size(8)));
 
 // The horizontal pass for RGB, two output pixels per vector: lanes 0-3 hold pixel a's R, G, B
 // (and the next byte, weighted but never stored), lanes 4-7 pixel b's. Per tap: two 4-byte
@@ -180,6 +181,7 @@ GB_AVX2_VERSION void horizontal_pass_rgb(const std::uint8_t* rows, int row_len,
   const I32x8 zero = {};
   const I32x8 max8 = zero + 255;
   const std::ptrdiff_t b_offset = static_cast<std::ptrdiff_t>(out.pixel_step) * (out.flip ? -1 : 1);
+  const bool hwc = out.channel_step == 1;
   for (int y = 0; y < out.out_h; ++y) {
     const std::uint8_t* in = rows + static_cast<std::size_t>(y) * row_len;
     for (int p = 0; p < pairs; ++p) {
@@ -207,6 +209,13 @@ GB_AVX2_VERSION void horizontal_pass_rgb(const std::uint8_t* rows, int row_len,
       acc = acc > max8 ? max8 : acc;
       const U8x32 bytes = __builtin_bit_cast(U8x32, acc);
       std::uint8_t* oa = out.at(y, 2 * p);
+      if (hwc) {
+        // The pair's 6 bytes are adjacent: a then b, or b then a when mirrored. Two stores.
+        const U8x8 six = out.flip ? __builtin_shufflevector(bytes, bytes, 16, 20, 24, 0, 4, 8, 0, 0)
+                                  : __builtin_shufflevector(bytes, bytes, 0, 4, 8, 16, 20, 24, 0, 0);
+        std::memcpy(out.flip ? oa - 3 : oa, &six, 6);
+        continue;
+      }
       std::uint8_t* ob = oa + b_offset;
       for (int c = 0; c < 3; ++c) {
         oa[c * out.channel_step] = bytes[4 * c];
