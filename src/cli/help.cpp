@@ -129,14 +129,17 @@ docs/results.md "loader.*". Ctrl-C stops the sweep and reports the points measur
 std::string train_help() {
   return R"(Examples:
   gpubase train                             ResNet-50, batch 256, FP32, TF32, FP16 and BF16
-  gpubase train --model resnet50,mobilenet_v2 --precision fp16,bf16 --graph
+  gpubase train --model resnet50,mobilenet_v2 --precision fp16,bf16
   gpubase train --model small_resnet --batch 256 --steps 200 --json -o train.json
+  gpubase train --data /data/imagenet/train --precision bf16   fed by the loader: does it keep up?
 
 Each configuration (model x precision) builds the model on cuDNN + cuBLASLt (SGD, momentum
 0.9, weight decay 1e-4, FP32 master weights; FP16 with dynamic loss scaling; FP16/BF16 in
-NHWC), makes one synthetic batch on the GPU, runs --warmup steps (with --graph the step is
-captured there), then --steps timed steps with a CUDA event between consecutive steps and no
-host synchronisation until the last. Reported per configuration (train.<model>.<precision>.
+NHWC), makes one synthetic batch on the GPU (or, with --data, starts the loader on the JPEG
+dataset), runs --warmup steps (the step is captured there as a CUDA graph unless --no-graph),
+then --steps timed steps with a CUDA event between consecutive steps and no host
+synchronisation until the last. With --data, an event right before each step also gives the
+share of step time the GPU waited for data (train.<cfg>.data_wait_pct, warn from 10 %). Reported per configuration (train.<model>.<precision>.
 b<batch>.*): images/s from the median step, step time (median, min, max), device memory, the
 parameter count, the first and final loss (a NaN or infinite loss fails the configuration),
 the FP16 loss scale and skipped updates, the clocks and power seen while it ran, and on an H200
