@@ -47,6 +47,16 @@ void add_host_facts(ResultSink& sink) {
 
 }  // namespace
 
+#ifdef GPUBASE_WITH_CUDA
+void require_device_index(int device, int count) {
+  if (device < 0 || device >= count)
+    throw Error(ErrorKind::usage, "device " + std::to_string(device) +
+                                      " does not exist: this machine has " +
+                                      std::to_string(count) + " CUDA device(s) (0.." +
+                                      std::to_string(count - 1) + ")");
+}
+#endif
+
 ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink) {
   for (const auto& s : options.sections) {
     const auto& all = probe_sections();
@@ -64,11 +74,7 @@ ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink) {
     skip_gpu_sections(options, reason, sink);
     return outcome;
   }
-  if (options.device < 0 || options.device >= count)
-    throw Error(ErrorKind::usage, "device " + std::to_string(options.device) +
-                                      " does not exist: this machine has " +
-                                      std::to_string(count) + " CUDA device(s) (0.." +
-                                      std::to_string(count - 1) + ")");
+  require_device_index(options.device, count);
   outcome.gpu_found = true;
 
   ProbeContext ctx = probe_context(options);

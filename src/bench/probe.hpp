@@ -78,6 +78,9 @@ const std::vector<std::pair<std::string, std::string>>& probe_sections();
 #ifdef GPUBASE_WITH_CUDA
 // Number of CUDA devices; 0 with `reason` set when there is no driver or no GPU.
 int cuda_device_count(std::string& reason);
+// Throws gb::Error (usage) naming the valid range when `device` is not one of the `count`
+// CUDA devices this machine has.
+void require_device_index(int device, int count);
 DeviceFacts query_device(int index);
 // The device's facts, its NVML handle (or why there is none) and its spec-table entry.
 ProbeContext probe_context(const ProbeOptions& options);

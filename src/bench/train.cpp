@@ -406,11 +406,7 @@ TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& 
     for (Result& r : train_skipped_results(configs, reason)) sink.add(std::move(r));
     return outcome;
   }
-  if (options.device < 0 || options.device >= count)
-    throw Error(ErrorKind::usage, "device " + std::to_string(options.device) +
-                                      " does not exist: this machine has " +
-                                      std::to_string(count) + " CUDA device(s) (0.." +
-                                      std::to_string(count - 1) + ")");
+  require_device_index(options.device, count);
   outcome.gpu_found = true;
 #ifndef GPUBASE_WITH_NN
   for (Result& r : train_skipped_results(configs, train_engine_missing_reason()))
