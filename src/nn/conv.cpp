@@ -4,11 +4,11 @@
 // Algorithms are chosen once per problem (shapes, strides, groups, type, layout, precision) at
 // setup and cached in the Context, so ResNet-50's 53 convolutions search ~25 distinct problems.
 // Per direction, cudnnFind*AlgorithmEx lists the algorithms that run within the scratch
-// workspace; the fastest four of that list are then timed again here, several rounds each on the
-// layer's own buffers, and the fastest wins (Find's figures carry 0.1-0.4 ms on top of the kernel,
-// so short kernels rank by noise: one listed at 0.255 ms runs in 0.017). A timed launch gets the
-// workspace a step will give it (Context::step_workspace_bytes, or more where the algorithm asks
-// for more): some algorithms run 10x faster with more than the minimum they report.
+// workspace; the fastest four (six in FP32/TF32) of that list are then timed again here, several
+// rounds each on the layer's own buffers, and the fastest wins (Find's figures carry 0.1-0.4 ms
+// on top of the kernel, so short kernels rank by noise: one listed at 0.255 ms runs in 0.017). A
+// timed launch gets the workspace a step will give it (Context::step_workspace_bytes, or more
+// where the algorithm asks for more): some run 10x faster with more than the minimum they report.
 // Some algorithms time well alone and badly inside a step; skipped_algo() rules those out
 // (FP16/BF16 backward-filter algorithm 0 by default); GPUBASE_NN_CONV_SKIP="bwd_filter:0,fwd:1"
 // replaces that list, per direction (fwd, bwd_data, bwd_filter).
@@ -59,7 +59,11 @@ bool tensor_op(cudnnMathType_t m) {
 
 // A cuDNN algorithm (or the own depthwise kernel, kOwnKernel) worth timing for one direction.
 constexpr int kOwnKernel = -1;
-constexpr std::size_t kTimedCandidates = 4;  // cuDNN's fastest few are re-timed
+// cuDNN's fastest few are re-timed: four, and six in FP32/TF32, whose kernels run long enough
+// (0.5-3 ms at batch 256) that Find ranks them more closely and extra timing costs little.
+std::size_t timed_candidates(Precision p) {
+  return p == Precision::fp32 || p == Precision::tf32 ? 6 : 4;
+}
 struct Candidate {
   int algo = 0;
   std::size_t memory = 0;
@@ -227,7 +231,7 @@ class Conv final : public Layer {
         GB_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(
             hd, xd_.get(), wd_.get(), fwd_desc_.get(), yd_.get(), kMax, &got, perf.data()));
       }
-      out = usable(perf.data(), got, ws_bytes, ctx.precision, kTimedCandidates);
+      out = usable(perf.data(), got, ws_bytes, ctx.precision, timed_candidates(ctx.precision));
     }, [&](const Candidate& k) {
       if (k.algo == kOwnKernel) {
         depthwise_forward(xp, wp, yp, own_shape_, y->dtype, ctx.stream);
@@ -257,7 +261,7 @@ class Conv final : public Layer {
               hd, wd_.get(), yd_.get(), bwd_data_desc_.get(), xd_.get(), kMax, &got,
               perf.data()));
         }
-        out = usable(perf.data(), got, ws_bytes, ctx.precision, kTimedCandidates);
+        out = usable(perf.data(), got, ws_bytes, ctx.precision, timed_candidates(ctx.precision));
       }, [&](const Candidate& k) {
         if (k.algo == kOwnKernel) {
           depthwise_backward_data(yp, wp, dxp, false, own_shape_, x->dtype, ctx.stream);
@@ -288,7 +292,7 @@ class Conv final : public Layer {
             hd, xd_.get(), yd_.get(), bwd_filter_desc_.get(), wd_.get(), kMax, &got,
             perf.data()));
       }
-      out = usable(perf.data(), got, ws_bytes, ctx.precision, kTimedCandidates);
+      out = usable(perf.data(), got, ws_bytes, ctx.precision, timed_candidates(ctx.precision));
     }, [&](const Candidate& k) {
       if (k.algo == kOwnKernel) {
         depthwise_backward_filter(xp, yp, dwp, ws, run_ws(k), own_shape_, x->dtype, ctx.stream);

@@ -102,8 +102,25 @@ std::string mib(std::size_t bytes) {
 // Room kept for the convolution workspace, cuDNN/cuBLASLt internals and the CUDA context's own
 // growth when judging whether a plan fits.
 constexpr std::size_t kHeadroomBytes = 512u << 20;
-constexpr std::size_t kMaxScratchBytes = 1u << 30;  // algorithm search
+// Algorithm search, unless overridden: 4 GiB lets FP32 ResNet-50 at batch 256 pick algorithms
+// that want 1-4 GiB (1,043 -> 1,052 images/s on an H200; bench/NOTES.md t6).
+constexpr std::size_t kMaxScratchBytes = std::size_t{4} << 30;
 constexpr std::size_t kStepWorkspaceBytes = 256u << 20;  // at least, when memory allows
+
+// The algorithm search's scratch cap: GPUBASE_NN_SEARCH_WORKSPACE_MB (MiB) when set, else 4 GiB.
+// A larger cap lets cuDNN's Find list algorithms that ask for more; whatever wins becomes (part
+// of) the step's workspace.
+std::size_t max_scratch_bytes() {
+  const char* v = std::getenv("GPUBASE_NN_SEARCH_WORKSPACE_MB");
+  if (v == nullptr || *v == '\0') return kMaxScratchBytes;
+  char* end = nullptr;
+  const unsigned long long mb = std::strtoull(v, &end, 10);
+  if (*end != '\0' || mb == 0 || mb > (1ull << 20)) {
+    throw Error(ErrorKind::usage, std::string("GPUBASE_NN_SEARCH_WORKSPACE_MB: '") + v +
+                                      "' is not a size in MiB (1 .. 1048576)");
+  }
+  return static_cast<std::size_t>(mb) << 20;
+}
 
 bool is_oom(const Error& e) {
   const cudaError_t last = cudaGetLastError();  // also clears the (non-sticky) error
@@ -165,9 +182,9 @@ Trainer::Impl::Impl(const TrainerOptions& o)
   const char* algo_env = std::getenv("GPUBASE_NN_CONV_ALGO");
   ctx.find_algorithms = !(algo_env && std::string(algo_env) == "heuristic");
   {
-    // Scratch for algorithm search: up to 1 GiB, less when memory is short.
+    // Scratch for algorithm search: up to max_scratch_bytes(), less when memory is short.
     GB_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
-    std::size_t scratch_bytes = std::min(kMaxScratchBytes, free_bytes / 2);
+    std::size_t scratch_bytes = std::min(max_scratch_bytes(), free_bytes / 2);
     gpu::DeviceBuffer scratch;
     while (scratch_bytes >= (1u << 20)) {
       try {
