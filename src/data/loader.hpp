@@ -14,10 +14,20 @@
 //
 // Slots: a ring of prefetch_depth slots, each batch_size * sample_bytes of output followed by
 // batch_size int32 labels, allocated once by the allocator callback (pinned memory on the GPU
-// path, plain memory here). Batch k fills slot k % depth, and only after the consumer released
-// batch k - depth (the GPU path releases once the H2D copy's event has completed). Workers take
+// path, plain memory here). Batch b of an epoch fills slot (b + o) % depth, o advancing by
+// num_batches() with each epoch begun, so the ring runs on across epochs (an epoch's first batch
+// takes the slot freed first); a slot takes its next batch only once the consumer released the
+// one before (the GPU path releases once the H2D copy's event has completed). Workers take
 // single samples, not whole batches, so one slow sample holds up only its own position; batches
 // are delivered strictly in order whatever order the workers finish in.
+//
+// Look-ahead of one epoch: once every position of epoch e has been handed to a worker, the
+// workers begin epoch e + 1 in the slots e no longer needs (idle ones, and each as the consumer
+// releases its last batch of e), with e + 1's order and Philox keys, so they do not idle while
+// the consumer takes e's last batches and calls start_epoch(e + 1). Work of e always comes first,
+// and at most one batch per slot of e + 1 is filled before start_epoch(e + 1). That call adopts
+// the work; any other start_epoch() discards it (see start_epoch). Either way the batches are
+// the ones a fresh start_epoch() would give, byte for byte.
 //
 // Determinism: a batch's bytes depend on (seed, epoch, dataset) only -- the same with 1 or 16
 // workers -- as long as `process` uses only its arguments (SampleView::worker is there for
@@ -36,9 +46,10 @@
 // them, even while batches are in flight or held. Ctrl-C (gb::cancel_requested()) ends the epoch
 // early: next() returns nothing more, and epoch_cancelled() says why.
 //
-// Memory is fixed after the first epoch: the slots (allocated once), the sampler's two index
-// buffers, one scratch vector per worker (grown to the largest sample a reader had to copy), and
-// a bitmap of known-bad samples (N bits).
+// Memory is fixed after the first epoch: the slots (allocated once), two samplers' index buffers
+// (the current epoch's order and the look-ahead's, 2 x 16 bytes per sample; they swap roles, never
+// grow), one scratch vector per worker (grown to the largest sample a reader had to copy), and a
+// bitmap of known-bad samples (N bits).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -108,7 +119,7 @@ struct Batch {
   std::uint32_t epoch = 0;
   std::size_t number = 0;                // 0 .. num_batches()-1, delivered in this order
   std::size_t size = 0;                  // samples: batch_size, or fewer for a partial last batch
-  std::size_t slot = 0;                  // ring position (number % prefetch_depth)
+  std::size_t slot = 0;                  // ring position ((number + epoch's offset) % depth)
   std::span<std::uint8_t> data;          // size * sample_bytes, sample j at j * sample_bytes
   std::span<std::int32_t> labels;        // size
   std::span<const std::size_t> indices;  // dataset index of each sample, substitutes included
@@ -139,7 +150,12 @@ struct LoaderStats {
   std::vector<std::string> bad_examples;  // the first few "<sample name>: <reason>"
   std::size_t epochs_cancelled = 0;       // ended early by Ctrl-C
 
-  double wall_s = 0;                  // epochs running: start_epoch to the last batch delivered
+  // Epochs running: start_epoch to the last batch delivered; an epoch start_epoch() adopted from
+  // the look-ahead runs from the last epoch's end instead, so back-to-back epochs count as one
+  // unbroken stretch. Work done ahead for the next epoch is added to the worker totals below when
+  // start_epoch() adopts or discards it; bad_samples and bad_examples count a bad sample when a
+  // worker finds it.
+  double wall_s = 0;
   TimeTotal read;                     // dataset.read, per attempt
   TimeTotal process;                  // the whole process() call, per attempt
   std::vector<StageTotal> stages;     // process()'s own stages (decode, augment)
@@ -173,10 +189,18 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  // Begins `epoch` (its order from the sampler). An epoch still running is abandoned (samples
-  // in hand finish first). Batches of the last epoch may still be held (a copy reading them):
-  // their slots are left alone and join the new epoch when released, while the free slots
-  // start filling at once, so prefetch runs on across the epoch boundary.
+  // Begins `epoch` (its order from the sampler).
+  // Adoption: called with e + 1 once epoch e delivered all its batches (next() returned nothing,
+  // not by Ctrl-C or an error), it takes over the work the look-ahead has done on e + 1: it
+  // waits for nothing (at most for e + 1's order, if a worker is still computing it), jobs in
+  // hand carry on, and batches already filled are delivered by next() at once. A worker error
+  // the look-ahead met is rethrown by next() from now on, never by e's.
+  // Otherwise (another epoch, or e not finished): the running epoch and any look-ahead are
+  // abandoned (samples in hand finish first) and `epoch` starts afresh.
+  // Batches of the last epoch may still be held (a copy reading them): their slots are left
+  // alone and join the new epoch when released, while the free slots fill at once, so prefetch
+  // runs on across the epoch boundary. The epoch's clock (LoaderStats::wall_s) starts here, or,
+  // when adopting, where the last epoch's stopped (its work began then).
   void start_epoch(std::uint32_t epoch);
   // The epoch's next batch in order, waiting for it; nothing at the end of the epoch, after
   // stop(), or once Ctrl-C was requested. Rethrows a worker's error (strict bad sample, an
@@ -190,7 +214,7 @@ class Loader {
 
   bool epoch_cancelled() const;
   std::size_t num_batches() const;  // per epoch, this rank
-  const Sampler& sampler() const;   // the order of the current epoch
+  const Sampler& sampler() const;   // the current epoch's order; valid until start_epoch()
   const LoaderOptions& options() const;
   LoaderStats stats() const;
   void reset_stats();

@@ -1,15 +1,20 @@
 // test_data_loader.cpp: the loader's worker pool on a small in-memory dataset -- batches that
 // are the same byte for byte with 1 and 4 workers, in-order delivery whatever order samples
 // finish in, bad samples substituted and counted (or, strict, an error naming the sample),
-// exceptions reaching next(), stop() and Ctrl-C mid-epoch, and memory constant over epochs.
+// exceptions reaching next(), stop() and Ctrl-C mid-epoch, memory constant over epochs, and the
+// look-ahead: the next epoch filled before start_epoch(), adopted byte for byte, discarded by any
+// other start_epoch(), its errors kept out of the epoch still running.
 //
 // The process callback writes, for sample i, its index, its label, two rng draws and a checksum
 // of its bytes: any change of order, rng keying or worker interference shows in the bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <future>
 #include <set>
 #include <string>
@@ -531,6 +536,349 @@ TEST(LoaderOrder, EmptyDatasetHasAnEmptyEpoch) {
   Loader loader(ds, small_options(2), write_sample);
   loader.start_epoch(0);
   EXPECT_FALSE(loader.next().has_value());
+}
+
+// ---- Look-ahead: workers begin epoch e + 1 once every position of e has been handed out.
+
+// Polls `done` until it holds or `limit` passes; true when it held.
+template <class F>
+bool eventually(std::chrono::seconds limit, F done) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// 2 batches per epoch (16 samples, batch 8) and 4 slots: the two slots an epoch leaves idle are
+// where the look-ahead puts the next epoch's batches.
+LoaderOptions two_batch_options(unsigned workers) {
+  LoaderOptions o = small_options(workers);
+  o.prefetch_depth = 4;
+  return o;
+}
+
+void append(Delivered& d, const Batch& b) {
+  d.data.insert(d.data.end(), b.data.begin(), b.data.end());
+  d.labels.insert(d.labels.end(), b.labels.begin(), b.labels.end());
+  d.indices.insert(d.indices.end(), b.indices.begin(), b.indices.end());
+  d.numbers.push_back(b.number);
+  d.substituted += b.substituted;
+}
+
+// Epoch `epoch` from a loader that never ran another one (1 worker, 1 slot): no look-ahead
+// can have touched it.
+Delivered fresh_epoch(const Dataset& ds, LoaderOptions o, std::uint32_t epoch) {
+  o.workers = 1;
+  o.prefetch_depth = 1;
+  Loader loader(ds, o, write_sample);
+  return run_epoch(loader, epoch);
+}
+
+// Epochs first .. first+count-1 back to back as the GPU path takes them: a batch is released
+// only once `lag` later ones have been taken, across the epoch boundary too, and the consumer
+// pauses before each start_epoch() so the look-ahead gets going.
+std::vector<Delivered> run_epochs_holding(Loader& loader, std::uint32_t first, std::uint32_t count,
+                                          std::size_t lag) {
+  std::vector<Delivered> out;
+  std::deque<Batch> held;
+  for (std::uint32_t e = first; e < first + count; ++e) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    loader.start_epoch(e);
+    Delivered d;
+    while (auto b = loader.next()) {
+      append(d, *b);
+      held.push_back(*b);
+      while (held.size() > lag) {
+        loader.release(held.front());
+        held.pop_front();
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  for (const Batch& b : held) loader.release(b);
+  return out;
+}
+
+TEST(LoaderLookAhead, WorkersFillTheNextEpochBeforeStartEpochIsCalled) {
+  MemoryDataset ds(16);
+  std::atomic<int> calls{0};
+  std::atomic<bool> gate_closed{false};
+  // Counts finished calls; while the gate is closed, a call waits for it to open.
+  auto counted = [&](const SampleView& s, Philox& rng, std::span<std::uint8_t> dst) {
+    while (gate_closed.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    const SampleResult r = write_sample(s, rng, dst);
+    ++calls;
+    return r;
+  };
+  Loader loader(ds, two_batch_options(2), counted);
+  const Delivered epoch0 = run_epoch(loader, 0);
+  ASSERT_EQ(epoch0.indices.size(), 16u);
+  // next() has returned nothing; start_epoch(1) is not called yet, and epoch 1's 16 positions
+  // get processed all the same (without look-ahead, calls would stay at 16).
+  ASSERT_TRUE(eventually(std::chrono::seconds(10), [&] { return calls.load() >= 32; }))
+      << calls.load() << " calls";
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(calls.load(), 32) << "one epoch ahead, never two";
+  // The look-ahead's work is counted once start_epoch() adopts it, not before.
+  EXPECT_EQ(loader.stats().read.count, 16u);
+  EXPECT_EQ(loader.stats().process.count, 16u);
+
+  // From here on process() would block: epoch 1 must be delivered without a single call.
+  gate_closed = true;
+  Delivered epoch1;
+  within(std::chrono::seconds(10), [&] { epoch1 = run_epoch(loader, 1); });
+  EXPECT_EQ(calls.load(), 32);
+  gate_closed = false;  // epoch 2's look-ahead is waiting at the gate
+
+  const Delivered expected = fresh_epoch(ds, two_batch_options(2), 1);
+  EXPECT_EQ(epoch1.numbers, (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(epoch1.indices, expected.indices);
+  EXPECT_EQ(epoch1.labels, expected.labels);
+  EXPECT_EQ(epoch1.data, expected.data);
+  // ... with epoch 1's Philox keys, not epoch 0's.
+  for (std::size_t k = 0; k < epoch1.indices.size(); ++k) {
+    Philox rng(42, 1, epoch1.indices[k]);
+    std::uint32_t draw = 0;
+    std::memcpy(&draw, epoch1.data.data() + k * kSampleBytes + 8, 4);
+    EXPECT_EQ(draw, rng.next_u32()) << "position " << k;
+  }
+
+  const LoaderStats s = loader.stats();
+  EXPECT_EQ(s.samples, 32u);
+  EXPECT_EQ(s.batches, 4u);
+  EXPECT_EQ(s.read.count, 32u);
+  EXPECT_EQ(s.batch_latency.count, 4u);
+  EXPECT_EQ(s.consumer_wait.count, 4u);
+  EXPECT_GT(s.wall_s, 0);
+  EXPECT_GE(s.worker_idle_share(), 0);
+  EXPECT_LE(s.worker_idle_share(), 1);
+}
+
+TEST(LoaderLookAhead, AdoptedEpochsKeepTheClockRunningFromTheLastEpochsEnd) {
+  // The consumer spends 15 ms on every batch; the look-ahead fills the next epoch meanwhile.
+  // Starting each adopted epoch's clock at start_epoch() would leave out the time spent on
+  // every epoch's last batch (2 x 15 ms here) while the workers were busy for the next epoch.
+  MemoryDataset ds(16);
+  std::atomic<int> calls{0};
+  auto counted = [&](const SampleView& s, Philox& rng, std::span<std::uint8_t> dst) {
+    const SampleResult r = write_sample(s, rng, dst);
+    ++calls;
+    return r;
+  };
+  Loader loader(ds, two_batch_options(2), counted);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  Clock::time_point last_delivered;
+  for (std::uint32_t e = 0; e < 3; ++e) {
+    // A position of epoch e processed already: the look-ahead is running, start_epoch() adopts.
+    const int ahead = e == 0 ? 0 : 16 * static_cast<int>(e) + 1;
+    ASSERT_TRUE(eventually(std::chrono::seconds(10), [&] { return calls.load() >= ahead; }));
+    loader.start_epoch(e);
+    while (auto b = loader.next()) {
+      last_delivered = Clock::now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(15));
+      loader.release(*b);
+    }
+  }
+  const double span_s = std::chrono::duration<double>(last_delivered - t0).count();
+  const LoaderStats s = loader.stats();
+  EXPECT_LE(s.wall_s, span_s);
+  EXPECT_GE(s.wall_s, span_s - 0.010) << "span " << span_s;
+  EXPECT_EQ(s.samples, 48u);
+  EXPECT_EQ(s.read.count, 48u);
+}
+
+TEST(LoaderLookAhead, EpochsAreIdenticalWhetherPrefetchedOrStartedFresh) {
+  auto jittered = [](const SampleView& s, Philox& rng, std::span<std::uint8_t> dst) {
+    jitter(s.index * 3 + 1, 400);
+    return write_sample(s, rng, dst);
+  };
+  struct Case {
+    const char* name;
+    std::size_t samples;
+    unsigned workers;
+    std::size_t depth;
+    std::uint32_t rank = 0;
+    std::uint32_t world_size = 1;
+  };
+  const Case cases[] = {
+      {"2 batches, 4 slots, 3 workers", 16, 3, 4},
+      {"2 batches, 4 slots, 1 worker", 16, 1, 4},
+      {"partial last batch (8 + 5)", 13, 3, 4},
+      {"rank 2 of 3 (13 samples: 8 + 5)", 37, 3, 4, 2, 3},
+      {"13 batches, 3 slots, 4 workers", 100, 4, 3},
+      {"1 slot", 20, 3, 1},
+  };
+  for (const Case& c : cases) {
+    LoaderOptions o = small_options(c.workers);
+    o.prefetch_depth = c.depth;
+    o.sampling.rank = c.rank;
+    o.sampling.world_size = c.world_size;
+    MemoryDataset ds(c.samples);
+    std::vector<Delivered> expected;
+    for (std::uint32_t e = 0; e < 4; ++e) expected.push_back(fresh_epoch(ds, o, e));
+    // lag < depth: holding the last `lag` batches never blocks the ring.
+    for (std::size_t lag = 0; lag < c.depth; ++lag) {
+      Loader loader(ds, o, jittered);
+      std::vector<Delivered> got;
+      within(std::chrono::seconds(20), [&] { got = run_epochs_holding(loader, 0, 4, lag); });
+      ASSERT_EQ(got.size(), 4u) << c.name;
+      for (std::uint32_t e = 0; e < 4; ++e) {
+        SCOPED_TRACE(std::string(c.name) + ", lag " + std::to_string(lag) + ", epoch " +
+                     std::to_string(e));
+        EXPECT_EQ(got[e].numbers, expected[e].numbers);
+        EXPECT_EQ(got[e].indices, expected[e].indices);
+        EXPECT_EQ(got[e].labels, expected[e].labels);
+        EXPECT_EQ(got[e].data, expected[e].data);
+      }
+    }
+  }
+}
+
+TEST(LoaderLookAhead, StartingAnotherEpochThanTheNextDiscardsTheLookAhead) {
+  MemoryDataset ds(16, {5});
+  std::atomic<int> calls{0};
+  auto counted = [&](const SampleView& s, Philox& rng, std::span<std::uint8_t> dst) {
+    const SampleResult r = write_sample(s, rng, dst);
+    ++calls;
+    return r;
+  };
+  const LoaderOptions o = two_batch_options(3);
+  Loader loader(ds, o, counted);
+  run_epoch(loader, 0);
+  // Epoch 1's look-ahead has run (15 good samples and one bad one per epoch)...
+  ASSERT_TRUE(eventually(std::chrono::seconds(10), [&] { return calls.load() >= 32; }));
+  // ... and is thrown away by start_epoch(5).
+  const Delivered e5 = run_epoch(loader, 5);
+  const Delivered e6 = run_epoch(loader, 6);  // the look-ahead of a fresh epoch, adopted
+  for (auto [got, epoch] : {std::pair{&e5, 5u}, std::pair{&e6, 6u}}) {
+    const Delivered expected = fresh_epoch(ds, o, epoch);
+    EXPECT_EQ(got->indices, expected.indices) << "epoch " << epoch;
+    EXPECT_EQ(got->labels, expected.labels) << "epoch " << epoch;
+    EXPECT_EQ(got->data, expected.data) << "epoch " << epoch;
+    EXPECT_EQ(got->substituted, 1u) << "epoch " << epoch;
+  }
+  const LoaderStats s = loader.stats();
+  EXPECT_EQ(s.samples, 48u);
+  EXPECT_EQ(s.bad_samples, 1u);
+}
+
+TEST(LoaderLookAhead, AbandoningAnEpochDiscardsTheLookAhead) {
+  MemoryDataset ds(16);
+  std::atomic<int> calls{0};
+  auto counted = [&](const SampleView& s, Philox& rng, std::span<std::uint8_t> dst) {
+    const SampleResult r = write_sample(s, rng, dst);
+    ++calls;
+    return r;
+  };
+  const LoaderOptions o = two_batch_options(3);
+  Loader loader(ds, o, counted);
+  loader.start_epoch(0);
+  auto b = loader.next();  // batch 1 of epoch 0 is never taken
+  ASSERT_TRUE(b.has_value());
+  loader.release(*b);
+  ASSERT_TRUE(eventually(std::chrono::seconds(10), [&] { return calls.load() >= 32; }));
+  const Delivered e1 = run_epoch(loader, 1);  // epoch 0 unfinished: its look-ahead is discarded
+  const Delivered expected = fresh_epoch(ds, o, 1);
+  EXPECT_EQ(e1.numbers, expected.numbers);
+  EXPECT_EQ(e1.indices, expected.indices);
+  EXPECT_EQ(e1.data, expected.data);
+  EXPECT_EQ(loader.stats().samples, 24u);
+}
+
+TEST(LoaderLookAhead, AnErrorInTheLookAheadSurfacesOnlyOnceItsEpochStarts) {
+  // Rank 0 of 2 meets half the samples each epoch: pick one that it meets in epoch 1's first
+  // batch and not at all in epoch 0, so only the look-ahead can find it.
+  LoaderOptions o = two_batch_options(2);
+  o.sampling.world_size = 2;
+  const std::size_t n = 32;  // 16 per rank: 2 batches
+  Sampler epoch0(n, o.sampling);
+  epoch0.set_epoch(0);
+  Sampler epoch1(n, o.sampling);
+  epoch1.set_epoch(1);
+  std::size_t culprit = n;
+  for (std::size_t i : epoch1.batch(0)) {
+    if (std::find(epoch0.indices().begin(), epoch0.indices().end(), i) == epoch0.indices().end()) {
+      culprit = i;
+      break;
+    }
+  }
+  ASSERT_LT(culprit, n) << "no sample of epoch 1's first batch is new to rank 0";
+  const std::string name = "mem#" + std::to_string(culprit);
+
+  // Strict with a bad sample, then an exception in process(): the same path for both.
+  std::atomic<int> throws{0};
+  auto throwing = [&](const SampleView& s, Philox& rng, std::span<std::uint8_t> dst) {
+    if (s.index == culprit) {
+      ++throws;
+      throw std::runtime_error("decoder bug");
+    }
+    return write_sample(s, rng, dst);
+  };
+  o.strict = true;
+  MemoryDataset bad_ds(n, {culprit});
+  Loader strict(bad_ds, o, write_sample);
+  o.strict = false;
+  MemoryDataset good_ds(n);
+  Loader buggy(good_ds, o, throwing);
+  struct Case {
+    const char* what;
+    Loader& loader;
+    std::function<bool()> found;  // the look-ahead has met the culprit
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"strict", strict, [&] { return strict.stats().bad_samples == 1; }, "not an image"},
+      {"exception", buggy, [&] { return throws.load() > 0; }, "decoder bug"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    within(std::chrono::seconds(10), [&] {
+      std::size_t batches = 0;
+      EXPECT_NO_THROW({
+        c.loader.start_epoch(0);
+        while (auto b = c.loader.next()) {
+          ++batches;
+          c.loader.release(*b);
+        }
+      });
+      EXPECT_EQ(batches, 2u);
+      ASSERT_TRUE(eventually(std::chrono::seconds(5), c.found));
+      // Epoch 0 is over and stays clean.
+      EXPECT_NO_THROW(EXPECT_FALSE(c.loader.next().has_value()));
+      c.loader.start_epoch(1);
+      try {
+        while (auto b = c.loader.next()) c.loader.release(*b);
+        ADD_FAILURE() << "no error";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(c.reason), std::string::npos) << e.what();
+      }
+      EXPECT_THROW(c.loader.next(), Error);  // until the next start_epoch()
+    });
+  }
+  EXPECT_EQ(strict.stats().bad_samples, 1u);
+  EXPECT_EQ(strict.stats().samples, 16u);
+}
+
+TEST(LoaderLookAhead, MemoryStaysConstantAcrossEpochs) {
+  MemoryDataset ds(16);
+  const LoaderOptions o = two_batch_options(3);
+  Loader loader(ds, o, write_sample);
+  // 4 slots of 8 indices, two samplers of (16 order + 16 shard) indices, one bitmap word.
+  const std::size_t index_bytes = (4 * 8 + 2 * (16 + 16) + 1) * 8;
+  const std::size_t slot_bytes = loader.memory().slot_bytes;
+  EXPECT_EQ(loader.memory().index_bytes, index_bytes);
+  for (std::uint32_t e = 0; e < 8; e += 2) {
+    const std::size_t lag = e % 4 == 0 ? 1 : 2;  // batches held across the boundary
+    run_epochs_holding(loader, e, 2, lag);
+    const LoaderMemory now = loader.memory();
+    EXPECT_EQ(now.slot_bytes, slot_bytes) << "epoch " << e;
+    EXPECT_EQ(now.index_bytes, index_bytes) << "epoch " << e;
+    EXPECT_LE(now.scratch_bytes, 3u * 2 * 9) << "epoch " << e;
+  }
 }
 
 }  // namespace
