@@ -46,7 +46,10 @@ struct Value {
   std::size_t bytes() const { return shape.elements() * dtype_bytes(dtype); }
 };
 
-// Chosen convolution algorithm (cuDNN enum value) and its workspace, per problem key.
+class ConvEnginePlan;  // conv_engines.hpp
+
+// Chosen convolution algorithm (cuDNN enum value; conv.cpp's negative codes for its own kernel
+// and for backend-API engine plans) and its workspace, per problem key.
 struct AlgoChoice {
   int algo = 0;
   std::size_t workspace = 0;
@@ -69,6 +72,9 @@ struct Context {
   bool allow_bn_fusion = true;    // cudnnBatchNormalization*Ex with fused add + ReLU where it runs
   std::size_t extra_bytes = 0;    // device memory layers own (statistics, reserve space)
   std::map<std::string, AlgoChoice> algo_cache;
+  // The backend-API execution plans that won (conv.cpp), under the same keys as algo_cache:
+  // layers with the same problem share one.
+  std::map<std::string, std::shared_ptr<const ConvEnginePlan>> conv_plans;
 };
 
 class Layer {
