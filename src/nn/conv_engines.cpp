@@ -96,6 +96,44 @@ BackendDesc make_convolution(const ConvProblem& p) {
   return d;
 }
 
+// The operation descriptor type and attribute names of one direction; x, w and y name the
+// tensors in the forward sense (backward data writes x, backward filter writes w).
+struct OpAttrs {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+};
+
+const OpAttrs& op_attrs(ConvDirection dir) {
+  static const OpAttrs forward{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+  static const OpAttrs backward_data{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                                     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                                     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                                     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+                                     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                                     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                                     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+  static const OpAttrs backward_filter{
+      CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+  switch (dir) {
+    case ConvDirection::forward: return forward;
+    case ConvDirection::backward_data: return backward_data;
+    case ConvDirection::backward_filter: break;
+  }
+  return backward_filter;
+}
+
 // The problem as an operation graph of one convolution operation, and everything it refers to
 // (kept alive as long as any plan built from it).
 struct OpGraph {
@@ -114,44 +152,14 @@ OpGraph make_graph(cudnnHandle_t handle, const ConvProblem& p, ConvDirection dir
   cudnnBackendDescriptor_t x = g.x.get(), w = g.w.get(), y = g.y.get(), conv = g.conv.get();
   const float alpha = 1.f;
   constexpr cudnnBackendAttributeType_t kDesc = CUDNN_TYPE_BACKEND_DESCRIPTOR;
-  switch (dir) {
-    case ConvDirection::forward:
-      g.op = BackendDesc::create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, kDesc, 1, &x);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, kDesc, 1, &w);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, kDesc, 1, &y);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, kDesc, 1,
-                     &conv);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT,
-                     1, &alpha);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT,
-                     1, &beta);
-      break;
-    case ConvDirection::backward_data:
-      g.op = BackendDesc::create(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, kDesc, 1, &x);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, kDesc, 1, &w);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, kDesc, 1, &y);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, kDesc, 1,
-                     &conv);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT,
-                     1, &alpha);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT,
-                     1, &beta);
-      break;
-    case ConvDirection::backward_filter:
-      g.op = BackendDesc::create(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, kDesc, 1, &x);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, kDesc, 1, &w);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, kDesc, 1, &y);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, kDesc, 1,
-                     &conv);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
-                     CUDNN_TYPE_FLOAT, 1, &alpha);
-      GB_BACKEND_SET(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
-                     CUDNN_TYPE_FLOAT, 1, &beta);
-      break;
-  }
+  const OpAttrs& at = op_attrs(dir);
+  g.op = BackendDesc::create(at.type);
+  GB_BACKEND_SET(g.op.get(), at.x, kDesc, 1, &x);
+  GB_BACKEND_SET(g.op.get(), at.w, kDesc, 1, &w);
+  GB_BACKEND_SET(g.op.get(), at.y, kDesc, 1, &y);
+  GB_BACKEND_SET(g.op.get(), at.conv, kDesc, 1, &conv);
+  GB_BACKEND_SET(g.op.get(), at.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+  GB_BACKEND_SET(g.op.get(), at.beta, CUDNN_TYPE_FLOAT, 1, &beta);
   GB_CHECK_CUDNN(cudnnBackendFinalize(g.op.get()));
   cudnnBackendDescriptor_t op = g.op.get();
   g.graph = BackendDesc::create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);

@@ -253,31 +253,9 @@ TEST(NnConvEngines, PlanRunsInsideACapturedCudaGraph) {
   }
 }
 
-// Sets an environment variable for the scope, restoring what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 TEST(NnConvEngines, ConvLayerWithEnginePlansOnlyMatchesReference) {
   GB_NN_REQUIRE_GPU();
-  const ScopedEnv only("GPUBASE_NN_CONV_ENGINES", "only");
+  const testing::ScopedEnv only("GPUBASE_NN_CONV_ENGINES", "only");
   std::mt19937 gen(34);
   const double tol = testing::layer_tolerance(Precision::fp32);
   for (const EngineCase& k : kCases) {
@@ -322,7 +300,7 @@ TEST(NnConvEngines, ConvLayerWithEnginePlansOnlyMatchesReference) {
 
 TEST(NnConvEngines, SameProblemWritingAndAddingLayersGetPlansOfTheirOwnBeta) {
   GB_NN_REQUIRE_GPU();
-  const ScopedEnv only("GPUBASE_NN_CONV_ENGINES", "only");
+  const testing::ScopedEnv only("GPUBASE_NN_CONV_ENGINES", "only");
   // x feeds two convolutions of the same problem: backward runs b first (writes dx, beta 0),
   // then a (adds, beta 1). One shared plan would either drop a's term or add b's to stale data.
   std::mt19937 gen(35);

@@ -23,32 +23,6 @@
 namespace gb::nn {
 namespace {
 
-// Sets an environment variable for the scope of a test and restores the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = std::string(old);
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 struct DwCase {
   int n, c, h, w, stride;
 };
@@ -204,7 +178,7 @@ void check_layer(Precision p) {
   for (const DwCase& d : kCases) {
     SCOPED_TRACE(name_of(d) + " " + std::string(to_string(p)));
     if (d.stride != 1) continue;  // the residual add needs matching shapes
-    ScopedEnv own("GPUBASE_NN_DEPTHWISE", "own");
+    testing::ScopedEnv own("GPUBASE_NN_DEPTHWISE", "own");
     testing::Engine e(p);
     Network net(t, true, d.n);
     Value* x = net.input(d.c, d.h, d.w, true);
@@ -247,7 +221,7 @@ TEST(NnDepthwiseLayer, Bf16ConvLayerRunsOnOwnKernelsWhenAskedFor) {
 
 TEST(NnDepthwiseLayer, CudnnOnlyWhenAskedFor) {
   GB_NN_REQUIRE_GPU();
-  ScopedEnv only_cudnn("GPUBASE_NN_DEPTHWISE", "cudnn");
+  testing::ScopedEnv only_cudnn("GPUBASE_NN_DEPTHWISE", "cudnn");
   testing::Engine e(Precision::fp16);
   Network net(DType::f16, true, 2);
   Value* x = net.input(32, 8, 8, true);
@@ -259,7 +233,7 @@ TEST(NnDepthwiseLayer, CudnnOnlyWhenAskedFor) {
 
 // mode: GPUBASE_NN_DEPTHWISE ("own", "cudnn", or nullptr for the timed choice).
 float mobilenet_first_loss(Precision p, const char* mode) {
-  ScopedEnv env("GPUBASE_NN_DEPTHWISE", mode);
+  testing::ScopedEnv env("GPUBASE_NN_DEPTHWISE", mode);
   TrainerOptions o;
   o.model = Model::mobilenet_v2;
   o.precision = p;

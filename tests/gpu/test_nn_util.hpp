@@ -11,7 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gpu/cuda_raii.hpp"
@@ -30,6 +33,33 @@ inline bool has_gpu() {
 
 #define GB_NN_REQUIRE_GPU() \
   if (!::gb::nn::testing::has_gpu()) GTEST_SKIP() << "no CUDA device"
+
+// Sets an environment variable for the scope of a test and restores the previous value
+// (nullptr: unset for the scope).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = std::string(old);
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 inline nnref::Tensor random_tensor(int n, int c, int h, int w, std::mt19937& gen, float lo = -1.f,
                                    float hi = 1.f) {
