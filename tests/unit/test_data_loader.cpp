@@ -601,6 +601,15 @@ std::vector<Delivered> run_epochs_holding(Loader& loader, std::uint32_t first, s
   return out;
 }
 
+// write_sample, counting finished calls in `calls`.
+ProcessFn counting(std::atomic<int>& calls) {
+  return [&calls](const SampleView& s, Philox& rng, std::span<std::uint8_t> dst) {
+    const SampleResult r = write_sample(s, rng, dst);
+    ++calls;
+    return r;
+  };
+}
+
 TEST(LoaderLookAhead, WorkersFillTheNextEpochBeforeStartEpochIsCalled) {
   MemoryDataset ds(16);
   std::atomic<int> calls{0};
@@ -662,11 +671,7 @@ TEST(LoaderLookAhead, AdoptedEpochsKeepTheClockRunningFromTheLastEpochsEnd) {
   // every epoch's last batch (2 x 15 ms here) while the workers were busy for the next epoch.
   MemoryDataset ds(16);
   std::atomic<int> calls{0};
-  auto counted = [&](const SampleView& s, Philox& rng, std::span<std::uint8_t> dst) {
-    const SampleResult r = write_sample(s, rng, dst);
-    ++calls;
-    return r;
-  };
+  const ProcessFn counted = counting(calls);
   Loader loader(ds, two_batch_options(2), counted);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
@@ -740,11 +745,7 @@ TEST(LoaderLookAhead, EpochsAreIdenticalWhetherPrefetchedOrStartedFresh) {
 TEST(LoaderLookAhead, StartingAnotherEpochThanTheNextDiscardsTheLookAhead) {
   MemoryDataset ds(16, {5});
   std::atomic<int> calls{0};
-  auto counted = [&](const SampleView& s, Philox& rng, std::span<std::uint8_t> dst) {
-    const SampleResult r = write_sample(s, rng, dst);
-    ++calls;
-    return r;
-  };
+  const ProcessFn counted = counting(calls);
   const LoaderOptions o = two_batch_options(3);
   Loader loader(ds, o, counted);
   run_epoch(loader, 0);
@@ -768,11 +769,7 @@ TEST(LoaderLookAhead, StartingAnotherEpochThanTheNextDiscardsTheLookAhead) {
 TEST(LoaderLookAhead, AbandoningAnEpochDiscardsTheLookAhead) {
   MemoryDataset ds(16);
   std::atomic<int> calls{0};
-  auto counted = [&](const SampleView& s, Philox& rng, std::span<std::uint8_t> dst) {
-    const SampleResult r = write_sample(s, rng, dst);
-    ++calls;
-    return r;
-  };
+  const ProcessFn counted = counting(calls);
   const LoaderOptions o = two_batch_options(3);
   Loader loader(ds, o, counted);
   loader.start_epoch(0);
