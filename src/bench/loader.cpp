@@ -608,7 +608,7 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
   }
 
   for (Fact& f : sys::host_facts(sys::read_host_info())) sink.add_fact(std::move(f));
-  sink.add_fact({"host.usable_cores", "usable cores", std::to_string(cores)});
+  sink.add_fact(Fact::numeric("host.usable_cores", "usable cores", cores, "", 0));
   sink.add_fact({"loader.dataset.path", "dataset", dataset.source()});
   sink.add_fact({"loader.dataset.kind", "dataset kind", std::string(dataset.kind())});
   sink.add_fact({"loader.dataset.samples", "dataset samples", std::to_string(dataset.size())});

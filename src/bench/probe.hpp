@@ -26,9 +26,12 @@ class ResultSink {
   }
   std::vector<Result>& results() { return results_; }
   std::vector<Fact>& facts() { return facts_; }
+  // Typed GPU facts the rules read (PCIe link maxima), filled by the suite that queries them.
+  GpuState& gpu() { return gpu_; }
 
  private:
   ProgressFn progress_;
+  GpuState gpu_;
   std::vector<Result> results_;
   std::vector<Fact> facts_;
 };

@@ -1,5 +1,6 @@
 // bench/train.cpp: see train.hpp. Validation, keys, the PyTorch figures, the summary of a
 // measurement into Results and the orchestration; the measuring is bench/gpu/train_run.cpp.
+#include "core/format.hpp"
 #include "bench/train.hpp"
 
 #include <algorithm>
@@ -20,19 +21,7 @@ namespace {
 constexpr int kMaxBatch = 65536;
 constexpr int kMaxSteps = 100000;
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 // "25,557,032"
-std::string grouped(double v) {
-  std::string digits = std::to_string(static_cast<long long>(std::llround(std::fabs(v))));
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
-  return v < 0 ? "-" + digits : digits;
-}
-
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -75,7 +64,7 @@ std::string config_label(const TrainConfig& c) {
 Result& config_params(Result& r, const TrainConfig& c) {
   return r.param("model", c.model)
       .param("precision", c.precision)
-      .param("batch", std::to_string(c.batch))
+      .param("batch", c.batch, "", 0)
       .param("graph", c.cuda_graph ? "yes" : "no");
 }
 
@@ -254,31 +243,27 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
   // images/s from the median step, so images/s and step_ms agree exactly.
   if (median_ms > 0) ips.value = c.batch * 1e3 / median_ms;
   config_params(ips, c);
-  ips.param("steps", std::to_string(m.step_ms.size()) +
-                         (m.interrupted ? " of " + std::to_string(m.steps_asked) +
-                                              " (interrupted)"
-                                        : ""))
-      .param("warmup_steps", std::to_string(m.warmup))
-      .param("step_ms", fixed(median_ms, 2) + " median, " +
-                            fixed(*std::min_element(m.step_ms.begin(), m.step_ms.end()), 2) +
-                            " min, " +
-                            fixed(*std::max_element(m.step_ms.begin(), m.step_ms.end()), 2) +
-                            " max")
-      .param("final_loss", fixed(*m.final_loss, 4));
-  if (m.first_loss) ips.param("first_loss", fixed(*m.first_loss, 4));
-  if (m.parameter_count) ips.param("parameters", grouped(static_cast<double>(m.parameter_count)));
+  ips.param("steps", static_cast<double>(m.step_ms.size()), "", 0);
+  if (m.interrupted) ips.param("steps_asked", m.steps_asked, "", 0);
+  ips.param("warmup_steps", m.warmup, "", 0)
+      .param("step_ms_median", median_ms, "ms", 2)
+      .param("step_ms_min", *std::min_element(m.step_ms.begin(), m.step_ms.end()), "ms", 2)
+      .param("step_ms_max", *std::max_element(m.step_ms.begin(), m.step_ms.end()), "ms", 2)
+      .param("final_loss", *m.final_loss, "", 4);
+  if (m.first_loss) ips.param("first_loss", *m.first_loss, "", 4);
+  if (m.parameter_count) ips.param("parameters", static_cast<double>(m.parameter_count), "", 0);
   if (!m.input_layout.empty()) ips.param("input", m.input_layout);
-  ips.param("trainer_memory_gib", fixed(gib(m.trainer_bytes), 2));
-  if (m.used_bytes) ips.param("device_memory_used_gib", fixed(gib(*m.used_bytes), 2));
+  ips.param("trainer_memory_gib", gib(m.trainer_bytes), "GiB", 2);
+  if (m.used_bytes) ips.param("device_memory_used_gib", gib(*m.used_bytes), "GiB", 2);
   if (m.loss_scale) {
-    ips.param("loss_scale", fixed(*m.loss_scale, 0));
-    ips.param("skipped_steps", std::to_string(m.skipped_steps));
+    ips.param("loss_scale", *m.loss_scale, "", 0);
+    ips.param("skipped_steps", static_cast<double>(m.skipped_steps), "", 0);
   }
   ips.telemetry = m.telemetry;
   const bool fed = !m.data_source.empty();
   if (fed) {
     ips.param("data", m.data_source);
-    ips.param("bad_samples", std::to_string(m.bad_samples));
+    ips.param("bad_samples", static_cast<double>(m.bad_samples), "", 0);
   } else {
     // PyTorch's figures are on a synthetic batch too: no ratio for a loader-fed run.
     if (const auto t = torch_eager_figure(m.device_name, c))
@@ -301,13 +286,11 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
                                 {gib(m.trainer_bytes)}, /*higher_is_better=*/false);
   config_params(mem, c);
   mem.param("source", "Trainer::device_bytes(): weights, gradients, optimizer state, "
-                      "activations and workspaces the engine allocated");
-  if (m.used_bytes)
-    mem.param("device_memory_used_gib",
-              fixed(gib(*m.used_bytes), 2) +
-                  " (cudaMemGetInfo before building the model and after the timed steps: "
-                  "also library workspaces and graph memory)");
-  if (m.total_bytes) mem.param("device_memory_total_gib", fixed(gib(*m.total_bytes), 1));
+                      "activations and workspaces the engine allocated; device_memory_used_gib: "
+                      "cudaMemGetInfo before building the model and after the timed steps (also "
+                      "library workspaces and graph memory)");
+  if (m.used_bytes) mem.param("device_memory_used_gib", gib(*m.used_bytes), "GiB", 2);
+  if (m.total_bytes) mem.param("device_memory_total_gib", gib(*m.total_bytes), "GiB", 1);
   std::vector<Result> out{std::move(ips), std::move(step), std::move(mem)};
   if (const auto wait = train_data_wait_pct(m)) {
     Result w = Result::measured(train_key(c, "data_wait_pct"),
@@ -316,10 +299,11 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
     config_params(w, c);
     const double gpu_ms = quantile(m.gpu_step_ms, 0.5);
     w.param("data", m.data_source)
-        .param("gpu_step_ms", fixed(gpu_ms, 2) + " median (the step alone)")
-        .param("step_ms", fixed(median_ms, 2) + " median (step to step, waits included)")
+        .param("gpu_step_ms", gpu_ms, "ms", 2)
+        .param("step_ms", median_ms, "ms", 2)
         .param("method", "1 - sum of the steps' GPU time (events right around each step) / sum "
-                         "of the step intervals (events between consecutive steps)");
+                         "of the step intervals (events between consecutive steps, waits "
+                         "included); gpu_step_ms and step_ms are the medians of the two");
     if (*wait >= 10) {
       w.status = Status::warn;
       w.reason = "the GPU waited for data " + fixed(*wait, 1) + " % of the time (target < 10 %)";

@@ -30,8 +30,11 @@ Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   run_.environment = std::move(sink.facts());
   run_.results = std::move(sink.results());
-  if (!end.gpu_found)
+  run_.gpu = sink.gpu();
+  if (!end.gpu_found) {
+    run_.gpu.unavailable = end.no_gpu_reason;
     run_.environment.push_back({"gpu.available", "GPU", "none: " + end.no_gpu_reason});
+  }
   if (end.interrupted)
     run_.environment.push_back({"run.interrupted", "run", "interrupted by the user (Ctrl-C)"});
   diagnose::apply_verdicts(run_);

@@ -115,6 +115,7 @@ int run_watch_command(const WatchCli& cli) {
 
   run.duration_s = outcome.duration_s;
   run.environment = std::move(outcome.facts);
+  if (!outcome.gpu_available) run.gpu.unavailable = outcome.gpu_unavailable;
   run.results = std::move(outcome.results);
   diagnose::apply_verdicts(run);
   run.findings = diagnose::diagnose_watch(run);

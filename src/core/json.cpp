@@ -58,6 +58,106 @@ Telemetry telemetry_from(const Json& j) {
   return t;
 }
 
+// v2 params: a list in the suite's order, {"name", "text"} or {"name", "value", "unit"} (+
+// "decimals" when the suite set a display hint). v1 params: an object of name -> text.
+Json param_json(const Param& p) {
+  Json j{{"name", p.name}};
+  if (!p.number) {
+    j["text"] = p.text;
+    return j;
+  }
+  j["value"] = *p.number;
+  j["unit"] = p.unit;
+  if (p.decimals >= 0) j["decimals"] = p.decimals;
+  return j;
+}
+
+Param param_from(const Json& j) {
+  Param p;
+  p.name = j.at("name").get<std::string>();
+  if (j.contains("value")) {
+    p.number = j.at("value").get<double>();
+    p.unit = j.value("unit", "");
+    p.decimals = j.value("decimals", -1);
+  } else {
+    p.text = j.value("text", "");
+  }
+  return p;
+}
+
+std::vector<Param> params_from(const Json& j) {
+  std::vector<Param> params;
+  if (j.is_array()) {
+    for (const Json& p : j) params.push_back(param_from(p));
+  } else if (j.is_object()) {  // v1
+    for (const auto& [name, text] : j.items()) {
+      Param p;
+      p.name = name;
+      p.text = text.get<std::string>();
+      params.push_back(std::move(p));
+    }
+  }
+  return params;
+}
+
+Json fact_json(const Fact& f) {
+  Json j{{"key", f.key}, {"label", f.label}};
+  if (f.number) {
+    j["value"] = *f.number;
+    j["unit"] = f.unit;
+    if (f.decimals >= 0) j["decimals"] = f.decimals;
+  } else {
+    j["value"] = f.value;
+  }
+  return j;
+}
+
+Fact fact_from(const Json& j) {
+  Fact f;
+  f.key = j.at("key");
+  f.label = j.value("label", "");
+  if (j.contains("value") && j.at("value").is_number()) {
+    f.number = j.at("value").get<double>();
+    f.unit = j.value("unit", "");
+    f.decimals = j.value("decimals", -1);
+  } else {
+    f.value = j.value("value", "");
+  }
+  return f;
+}
+
+Json link_json(const PcieLink& l) { return Json{{"gen", opt(l.gen)}, {"width", opt(l.width)}}; }
+
+PcieLink link_from(const Json& j, const char* name) {
+  PcieLink l;
+  if (!j.contains(name) || j.at(name).is_null()) return l;
+  l.gen = read_opt<int>(j.at(name), "gen");
+  l.width = read_opt<int>(j.at(name), "width");
+  return l;
+}
+
+Json gpu_json(const GpuState& g) {
+  return Json{{"unavailable", opt(g.unavailable)},
+              {"link_max_slot", link_json(g.link_max_slot)},
+              {"link_max_gpu", link_json(g.link_max_gpu)}};
+}
+
+GpuState gpu_from(const Json& j) {
+  GpuState g;
+  g.unavailable = read_opt<std::string>(j, "unavailable");
+  g.link_max_slot = link_from(j, "link_max_slot");
+  g.link_max_gpu = link_from(j, "link_max_gpu");
+  return g;
+}
+
+// A v1 run said "no GPU" only as the text fact gpu.available = "none: <reason>".
+void upgrade_v1(Run& run) {
+  const Fact* available = run.find_fact("gpu.available");
+  constexpr std::string_view kNone = "none: ";
+  if (available && available->value.rfind(kNone, 0) == 0)
+    run.gpu.unavailable = available->value.substr(kNone.size());
+}
+
 Status status_from(const Json& j) {
   const auto s = parse_status(j.get<std::string>());
   if (!s) throw Error(ErrorKind::usage, "unknown status '" + j.get<std::string>() + "' in run file");
@@ -71,8 +171,8 @@ Json to_json(const Result& r) {
   for (const auto& ref : r.references)
     refs.push_back({{"kind", ref.kind}, {"value", ref.value}, {"ratio", ref.ratio},
                     {"source", ref.source}});
-  Json params = Json::object();
-  for (const auto& [k, v] : r.params) params[k] = v;
+  Json params = Json::array();
+  for (const auto& p : r.params) params.push_back(param_json(p));
   return Json{
       {"key", r.key},
       {"label", r.label},
@@ -99,8 +199,7 @@ Json to_json(const Result& r) {
 
 Json to_json(const Run& run) {
   Json env = Json::array();
-  for (const auto& f : run.environment)
-    env.push_back({{"key", f.key}, {"label", f.label}, {"value", f.value}});
+  for (const auto& f : run.environment) env.push_back(fact_json(f));
   Json results = Json::array();
   for (const auto& r : run.results) results.push_back(to_json(r));
   Json checklist = Json::array();
@@ -121,12 +220,13 @@ Json to_json(const Run& run) {
                         {"advice", f.advice}});
   return Json{
       {"schema", "gpubase.run"},
-      {"schema_version", run.schema_version},
+      {"schema_version", kSchemaVersion},  // what this writer writes, also for a v1 run read in
       {"tool_version", run.tool_version},
       {"command", run.command},
       {"started_at", run.started_at},
       {"duration_s", run.duration_s},
       {"environment", env},
+      {"gpu", gpu_json(run.gpu)},
       {"results", results},
       {"checklist", checklist},
       {"findings", findings},
@@ -147,8 +247,8 @@ Run run_from_json(const Json& j) {
     run.command = j.value("command", "");
     run.started_at = j.value("started_at", "");
     run.duration_s = j.value("duration_s", 0.0);
-    for (const auto& f : j.at("environment"))
-      run.environment.push_back({f.at("key"), f.value("label", ""), f.value("value", "")});
+    for (const auto& f : j.at("environment")) run.environment.push_back(fact_from(f));
+    if (j.contains("gpu") && j.at("gpu").is_object()) run.gpu = gpu_from(j.at("gpu"));
     for (const auto& jr : j.at("results")) {
       Result r;
       r.key = jr.at("key");
@@ -171,8 +271,7 @@ Run run_from_json(const Json& j) {
       r.advice = jr.value("advice", "");
       if (jr.contains("telemetry") && !jr.at("telemetry").is_null())
         r.telemetry = telemetry_from(jr.at("telemetry"));
-      const Json params = jr.value("params", Json::object());  // items() must not outlive it
-      for (const auto& [k, v] : params.items()) r.params.emplace_back(k, v.get<std::string>());
+      if (jr.contains("params")) r.params = params_from(jr.at("params"));
       run.results.push_back(std::move(r));
     }
     for (const auto& jc : j.value("checklist", Json::array())) {
@@ -195,6 +294,7 @@ Run run_from_json(const Json& j) {
       f.advice = jf.value("advice", "");
       run.findings.push_back(std::move(f));
     }
+    if (version == 1) upgrade_v1(run);
     return run;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::usage, std::string("malformed run file: ") + e.what());

@@ -65,7 +65,20 @@ Result Result::skipped(std::string key, std::string label, std::string unit, std
 }
 
 Result& Result::param(std::string name, std::string text) {
-  params.emplace_back(std::move(name), std::move(text));
+  Param p;
+  p.name = std::move(name);
+  p.text = std::move(text);
+  params.push_back(std::move(p));
+  return *this;
+}
+
+Result& Result::param(std::string name, double number, std::string unit, int decimals) {
+  Param p;
+  p.name = std::move(name);
+  p.number = number;
+  p.unit = std::move(unit);
+  p.decimals = decimals;
+  params.push_back(std::move(p));
   return *this;
 }
 
@@ -82,10 +95,41 @@ const Reference* Result::find_reference(std::string_view kind) const {
   return nullptr;
 }
 
-std::optional<std::string> Result::find_param(std::string_view name) const {
-  for (const auto& [k, v] : params)
-    if (k == name) return v;
-  return std::nullopt;
+const Param* Result::find_param(std::string_view name) const {
+  for (const auto& p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::optional<std::string> Result::text_param(std::string_view name) const {
+  const Param* p = find_param(name);
+  if (!p || p->is_number()) return std::nullopt;
+  return p->text;
+}
+
+std::optional<double> Result::number_param(std::string_view name) const {
+  const Param* p = find_param(name);
+  if (!p) return std::nullopt;
+  return p->number;
+}
+
+Fact Fact::text(std::string key, std::string label, std::string value) {
+  Fact f;
+  f.key = std::move(key);
+  f.label = std::move(label);
+  f.value = std::move(value);
+  return f;
+}
+
+Fact Fact::numeric(std::string key, std::string label, double number, std::string unit,
+                   int decimals) {
+  Fact f;
+  f.key = std::move(key);
+  f.label = std::move(label);
+  f.number = number;
+  f.unit = std::move(unit);
+  f.decimals = decimals;
+  return f;
 }
 
 const Result* find_result(std::span<const Result> results, std::string_view key) {
@@ -96,10 +140,22 @@ const Result* find_result(std::span<const Result> results, std::string_view key)
 
 const Result* Run::find(std::string_view key) const { return find_result(results, key); }
 
-std::optional<std::string> Run::fact(std::string_view key) const {
+const Fact* Run::find_fact(std::string_view key) const {
   for (const auto& f : environment)
-    if (f.key == key) return f.value;
-  return std::nullopt;
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+std::optional<std::string> Run::fact(std::string_view key) const {
+  const Fact* f = find_fact(key);
+  if (!f || f->number) return std::nullopt;
+  return f->value;
+}
+
+std::optional<double> Run::fact_number(std::string_view key) const {
+  const Fact* f = find_fact(key);
+  if (!f) return std::nullopt;
+  return f->number;
 }
 
 Status Run::worst_status() const {

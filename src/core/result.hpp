@@ -16,7 +16,9 @@
 
 namespace gb {
 
-inline constexpr int kSchemaVersion = 1;
+// 2: params and environment facts carry numbers with units; the run's typed GPU facts
+// ("gpu": availability, PCIe link maxima). 1: every param and fact was text.
+inline constexpr int kSchemaVersion = 2;
 
 // pass/warn/fail: a verdict against a reference. info: measured, nothing to judge against.
 // skipped: could not run here (reason says why). invalid: ran, but the number cannot be trusted
@@ -60,6 +62,20 @@ struct Telemetry {
   std::optional<std::uint64_t> pcie_replay_delta;
 };
 
+// A parameter of a measurement: a text ("algorithm" = "cublasLt heuristic 0") or a number with
+// its unit ("burst_tflops" = 829.3 TFLOP/s). Numbers stay numbers: printers format them (to
+// `decimals` digits after the point when it is set, else at three significant digits).
+struct Param {
+  std::string name;
+  std::string text;               // a text param; empty for a number
+  std::optional<double> number;   // a numeric param
+  std::string unit;               // the number's unit ("" for a count)
+  int decimals = -1;              // display hint for printers; -1: automatic
+
+  bool is_number() const { return number.has_value(); }
+  friend bool operator==(const Param&, const Param&) = default;
+};
+
 struct Result {
   std::string key;
   std::string label;
@@ -73,7 +89,7 @@ struct Result {
   std::string reason;  // why skipped/invalid, or the evidence behind the verdict
   std::string advice;  // what to do about a warn/fail
   std::optional<Telemetry> telemetry;
-  std::vector<std::pair<std::string, std::string>> params;  // shape, algorithm, bytes moved...
+  std::vector<Param> params;  // shape, algorithm, bytes moved...
 
   // A measured figure: value is the median of samples.
   static Result measured(std::string key, std::string label, std::string unit,
@@ -81,20 +97,50 @@ struct Result {
   static Result skipped(std::string key, std::string label, std::string unit, std::string reason);
 
   Result& param(std::string name, std::string text);
+  Result& param(std::string name, const char* text) { return param(std::move(name), std::string(text)); }
+  // A numeric param: `decimals` is how many digits a printer shows (-1: automatic).
+  Result& param(std::string name, double number, std::string unit = {}, int decimals = -1);
   Result& reference(std::string kind, double value, std::string source);
   const Reference* find_reference(std::string_view kind) const;
-  std::optional<std::string> find_param(std::string_view name) const;
+  const Param* find_param(std::string_view name) const;
+  // The param's text (text params only) / number (numeric params only); empty otherwise.
+  std::optional<std::string> text_param(std::string_view name) const;
+  std::optional<double> number_param(std::string_view name) const;
 };
 
-// One environment fact: "gpu.name" = "NVIDIA H200". Values are text; numbers keep their unit
-// in the label or the value ("141 GB").
+// One environment fact: "gpu.name" = "NVIDIA H200" (text), or "gpu.memory" = 139.8 GiB (a
+// number with its unit; printers format it).
 struct Fact {
   std::string key;
   std::string label;
-  std::string value;
+  std::string value;  // a text fact; empty for a number
+  std::optional<double> number;
+  std::string unit;
+  int decimals = -1;  // display hint, as Param::decimals
+
+  static Fact text(std::string key, std::string label, std::string value);
+  static Fact numeric(std::string key, std::string label, double number, std::string unit,
+                      int decimals = -1);
 };
 
-// A row of the baseline checklist (DESIGN.md "The four questions").
+// A PCIe link's generation and width, each missing when not known.
+struct PcieLink {
+  std::optional<int> gen;
+  std::optional<int> width;
+  bool known() const { return gen.has_value() || width.has_value(); }
+};
+
+// What the run knows of its GPU as typed values, for the rules (the environment facts say the
+// same to people).
+struct GpuState {
+  // Set when the run needed a GPU and could not use one: why ("no NVIDIA driver found").
+  std::optional<std::string> unavailable;
+  PcieLink link_max_slot;  // what slot and GPU together allow (NVML)
+  PcieLink link_max_gpu;   // what the GPU alone supports
+};
+
+// A row of the baseline checklist: the four questions (GPU busy, CPU per core, data-loading
+// share, mixed-precision accuracy) and the card-speed roll-up.
 struct ChecklistRow {
   std::string id;      // stable: gpu_util, cpu_util, data_loading, amp_accuracy, card_speed...
   std::string check;   // "GPU utilization during training"
@@ -123,12 +169,16 @@ struct Run {
   std::string started_at;  // ISO 8601, UTC
   double duration_s = 0;
   std::vector<Fact> environment;
+  GpuState gpu;
   std::vector<Result> results;
   std::vector<ChecklistRow> checklist;
   std::vector<Finding> findings;  // most important first; empty for suites without diagnosis
 
   const Result* find(std::string_view key) const;
+  const Fact* find_fact(std::string_view key) const;
+  // A text fact's value / a numeric fact's number; empty when absent or of the other kind.
   std::optional<std::string> fact(std::string_view key) const;
+  std::optional<double> fact_number(std::string_view key) const;
   // Worst status over results and checklist (ignores info and skipped).
   Status worst_status() const;
 };

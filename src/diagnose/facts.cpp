@@ -1,10 +1,10 @@
 // diagnose/facts.cpp: what the rules need from the run besides the result being judged: the
 // spec-table entry (the probe's "gpu.spec" fact, else looked up from "gpu.name"/"gpu.memory"),
-// the maximum SM clock and the PCIe link maxima (link result params, else environment facts).
+// the maximum SM clock and the PCIe link maxima (link result params, else the run's typed GPU
+// state). Every figure is read as a number; nothing is parsed out of text.
 #include <string_view>
 
 #include "diagnose/rules.hpp"
-#include "diagnose/text.hpp"
 
 namespace gb::diagnose {
 
@@ -17,18 +17,14 @@ const GpuSpec* spec_for(const Run& run) {
   }
   const auto name = run.fact("gpu.name");
   if (!name) return nullptr;
-  std::optional<double> memory;
-  if (const auto m = run.fact("gpu.memory")) memory = leading_number(*m);
-  return find_gpu_spec(*name, memory);
+  return find_gpu_spec(*name, run.fact_number("gpu.memory"));
 }
 
 std::optional<int> link_param(const Run& run, std::string_view name) {
   for (const char* key : {"probe.pcie.link.gen_under_load", "probe.pcie.link.width_under_load"}) {
     const Result* r = run.find(key);
     if (!r) continue;
-    if (const auto text = r->find_param(name)) {
-      if (const auto v = leading_number(*text)) return static_cast<int>(*v);
-    }
+    if (const auto v = r->number_param(name)) return static_cast<int>(*v);
   }
   return std::nullopt;
 }
@@ -38,10 +34,10 @@ std::optional<int> link_param(const Run& run, std::string_view name) {
 RunFacts read_run_facts(const Run& run) {
   RunFacts facts;
   facts.spec = spec_for(run);
-  if (const auto clock = run.fact("gpu.sm_clock_max")) facts.sm_clock_max_mhz = leading_number(*clock);
+  facts.sm_clock_max_mhz = run.fact_number("gpu.sm_clock_max");
 
-  const LinkText slot = parse_link(run.fact("gpu.pcie.max_slot").value_or(""));
-  const LinkText gpu = parse_link(run.fact("gpu.pcie.max_gpu").value_or(""));
+  const PcieLink& slot = run.gpu.link_max_slot;
+  const PcieLink& gpu = run.gpu.link_max_gpu;
   facts.pcie_gen_max_slot = link_param(run, "gen_max_slot");
   if (!facts.pcie_gen_max_slot) facts.pcie_gen_max_slot = slot.gen;
   facts.pcie_gen_max_gpu = link_param(run, "gen_max_gpu");

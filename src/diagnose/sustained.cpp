@@ -17,9 +17,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 bool describe_sustained(Result& r) {
   if (!ends_with(r.key, ".sustained.tflops") || !r.value) return false;
-  const auto burst = r.find_param("burst_tflops");
+  const auto burst = r.number_param("burst_tflops");
   if (!burst) return true;
-  const double burst_tflops = std::stod(*burst);
+  const double burst_tflops = *burst;
   if (burst_tflops <= 0) return true;
   r.reason = format_percent(*r.value / burst_tflops) + " of the burst figure " +
              format_number(burst_tflops) + " after 1 s of continuous load";

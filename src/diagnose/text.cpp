@@ -37,29 +37,6 @@ std::string link_name(std::optional<int> gen, std::optional<int> width) {
          (width ? std::to_string(*width) : std::string("?"));
 }
 
-std::optional<double> leading_number(std::string_view text) {
-  const std::string s(text);
-  const char* begin = s.c_str();
-  while (*begin == ' ') ++begin;
-  char* end = nullptr;
-  const double v = std::strtod(begin, &end);
-  if (end == begin) return std::nullopt;
-  return v;
-}
-
-LinkText parse_link(std::string_view text) {
-  LinkText link;
-  const auto gen_at = text.find("Gen");
-  if (gen_at != std::string_view::npos) {
-    if (const auto g = leading_number(text.substr(gen_at + 3))) link.gen = static_cast<int>(*g);
-  }
-  const auto x_at = text.find(" x");
-  if (x_at != std::string_view::npos) {
-    if (const auto w = leading_number(text.substr(x_at + 2))) link.width = static_cast<int>(*w);
-  }
-  return link;
-}
-
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
   for (const auto& p : parts) {

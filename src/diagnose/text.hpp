@@ -1,5 +1,5 @@
 // diagnose/text.hpp: the few text helpers verdicts need (numbers at sensible precision, "80 %",
-// "Gen5 x16", numbers read back out of environment facts such as "139.8 GiB"). diagnose links
+// "Gen5 x16"). diagnose links
 // only gb_core, so these are plain C++ rather than fmt.
 #pragma once
 #include <optional>
@@ -16,14 +16,6 @@ std::string format_number(double v);
 std::string format_percent(double ratio);
 // "Gen5 x16"; a missing part prints as "?".
 std::string link_name(std::optional<int> gen, std::optional<int> width);
-// The number a fact's text starts with ("139.8 GiB" -> 139.8, "Gen5 x16" -> nullopt).
-std::optional<double> leading_number(std::string_view text);
-// "Gen5 x16" -> {5, 16}.
-struct LinkText {
-  std::optional<int> gen;
-  std::optional<int> width;
-};
-LinkText parse_link(std::string_view text);
 // Non-empty parts joined with sep.
 std::string join(const std::vector<std::string>& parts, const std::string& sep);
 

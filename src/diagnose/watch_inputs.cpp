@@ -22,7 +22,7 @@ std::optional<double> value_of(const Run& run, std::string_view key) {
 std::string param_of(const Run& run, std::string_view key, std::string_view name) {
   const Result* r = run.find(key);
   if (!r) return "";
-  return r->find_param(name).value_or("");
+  return r->text_param(name).value_or("");
 }
 
 bool starts_with(std::string_view text, std::string_view prefix) {
@@ -38,14 +38,8 @@ bool is_watch_run(const Run& run) {
 
 WatchInputs read_watch_inputs(const Run& run) {
   WatchInputs in;
-  if (const auto available = run.fact("gpu.available");
-      available && starts_with(*available, "none")) {
-    std::string_view reason = *available;
-    reason.remove_prefix(std::min<std::size_t>(reason.size(), 4));
-    while (!reason.empty() && (reason.front() == ':' || reason.front() == ' '))
-      reason.remove_prefix(1);
-    in.gpu_none = reason.empty() ? std::string("no GPU found") : std::string(reason);
-  }
+  if (run.gpu.unavailable)
+    in.gpu_none = run.gpu.unavailable->empty() ? std::string("no GPU found") : *run.gpu.unavailable;
   if (const Result* util = run.find("watch.gpu.util.pct")) {
     if (!util->value)
       in.util_skipped = util->reason.empty() ? std::string("not measured") : util->reason;
@@ -70,7 +64,7 @@ WatchInputs read_watch_inputs(const Run& run) {
   in.cores = value_of(run, "watch.host.cores");
   for (const char* fact_key : {"host.usable_cores", "host.logical_cores", "host.cpu.cores"}) {
     if (in.cores) break;
-    if (const auto fact = run.fact(fact_key)) in.cores = leading_number(*fact);
+    in.cores = run.fact_number(fact_key);
   }
   if (in.cores && *in.cores < 1) in.cores.reset();
   in.mean_core_pct = value_of(run, "watch.cpu.mean_core.pct");

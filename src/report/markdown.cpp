@@ -68,7 +68,7 @@ std::string render_markdown(const Run& run) {
     line("| fact | value |");
     line("|---|---|");
     for (const Fact& f : run.environment)
-      line(fmt::format("| {} | {} |", cell(f.label), cell(f.value.empty() ? "N/A" : f.value)));
+      line(fmt::format("| {} | {} |", cell(f.label), cell(fact_text(f))));
   }
 
   for (const Section& s : group_sections(run)) {

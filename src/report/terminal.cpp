@@ -103,7 +103,7 @@ class TerminalWriter {
     const std::size_t value_w = width_ - 2 - label_w - 2;
     for (const Fact& f : run_.environment) {
       const auto labels = wrap(f.label, label_w);
-      const auto values = wrap(f.value.empty() ? "N/A" : f.value, value_w);
+      const auto values = wrap(fact_text(f), value_w);
       for (std::size_t i = 0; i < std::max(labels.size(), values.size()); ++i) {
         const std::string l = i < labels.size() ? labels[i] : "";
         const std::string v = i < values.size() ? values[i] : "";

@@ -49,6 +49,37 @@ std::string value_text(const Result& r) {
   return number + " " + unit_for(number, r.unit);
 }
 
+std::string number_text(double v, const std::string& unit, int decimals) {
+  std::string number;
+  if (decimals < 0 || !std::isfinite(v)) {
+    number = format_number(v);
+  } else {
+    number = fmt::format("{:.{}f}", v, decimals);
+    if (decimals == 0 && std::fabs(v) >= 10000) {  // 12,345: digits a person can count
+      const std::size_t first = number[0] == '-' ? 1 : 0;
+      for (int i = static_cast<int>(number.size()) - 3; i > static_cast<int>(first); i -= 3)
+        number.insert(static_cast<std::size_t>(i), ",");
+    }
+  }
+  if (unit.empty() || unit == "count") return number;
+  return number + " " + unit_for(number, unit);
+}
+
+std::string param_text(const Param& p) {
+  return p.number ? number_text(*p.number, p.unit, p.decimals) : p.text;
+}
+
+std::string fact_text(const Fact& f) {
+  if (f.number) return number_text(*f.number, f.unit, f.decimals);
+  return f.value.empty() ? "N/A" : f.value;
+}
+
+std::optional<std::string> param_string(const Result& r, std::string_view name) {
+  const Param* p = r.find_param(name);
+  if (!p) return std::nullopt;
+  return param_text(*p);
+}
+
 std::string cv_text(const Result& r) {
   if (!r.value || r.stats.n < 2) return "";
   return fmt::format("{:.1f} %", r.stats.cv * 100.0);
@@ -267,12 +298,12 @@ std::vector<TrainingRow> training_rows(const Section& s) {
     if (it == prefixes.end()) {
       prefixes.push_back(prefix);
       TrainingRow row;
-      row.model = r->find_param("model").value_or(prefix);
-      std::string precision = r->find_param("precision").value_or("");
+      row.model = param_string(*r, "model").value_or(prefix);
+      std::string precision = param_string(*r, "precision").value_or("");
       for (char& c : precision) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       row.precision = precision;
-      row.batch = r->find_param("batch").value_or("");
-      row.graph = r->find_param("graph").value_or("no") == "yes";
+      row.batch = param_string(*r, "batch").value_or("");
+      row.graph = param_string(*r, "graph").value_or("no") == "yes";
       row.main = r;
       rows.push_back(std::move(row));
       it = prefixes.end() - 1;
@@ -302,7 +333,7 @@ std::string step_text(const TrainingRow& row, bool range) {
 
 std::string data_wait_text(const TrainingRow& row) {
   if (!row.data_wait || !row.data_wait->value) return "";
-  const auto data = row.data_wait->find_param("data");
+  const auto data = param_string(*row.data_wait, "data");
   return "fed by the loader" + (data ? " (" + *data + ")" : std::string()) +
          ": the GPU waited for data " + format_number(*row.data_wait->value) +
          " % of step time";
@@ -316,18 +347,18 @@ std::string training_notes(const TrainingRow& row) {
   if (!row.images) return "";
   const Result& r = *row.images;
   std::vector<std::string> parts;
-  const auto first = r.find_param("first_loss");
-  const auto last = r.find_param("final_loss");
+  const auto first = param_string(r, "first_loss");
+  const auto last = param_string(r, "final_loss");
   if (first && last)
     parts.push_back("loss " + *first + " -> " + *last);
   else if (last)
     parts.push_back("loss " + *last);
-  if (const auto p = r.find_param("parameters")) parts.push_back(*p + " parameters");
-  if (const auto p = r.find_param("input")) parts.push_back("input " + *p);
-  if (const auto p = r.find_param("loss_scale"))
-    parts.push_back("loss scale " + *p + " (" + r.find_param("skipped_steps").value_or("0") +
+  if (const auto p = param_string(r, "parameters")) parts.push_back(*p + " parameters");
+  if (const auto p = param_string(r, "input")) parts.push_back("input " + *p);
+  if (const auto p = param_string(r, "loss_scale"))
+    parts.push_back("loss scale " + *p + " (" + param_string(r, "skipped_steps").value_or("0") +
                     " steps skipped)");
-  if (const auto p = r.find_param("steps")) parts.push_back(*p + " timed steps");
+  if (const auto p = param_string(r, "steps")) parts.push_back(*p + " timed steps");
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out;
@@ -335,13 +366,13 @@ std::string training_notes(const TrainingRow& row) {
 
 std::string subject_text(const Result& r) {
   std::vector<std::string> parts;
-  if (const auto comm = r.find_param("comm")) parts.push_back(*comm);
-  if (const auto pid = r.find_param("pid")) parts.push_back("pid " + *pid);
-  if (const auto pids = r.find_param("pids")) parts.push_back("pids " + *pids);
-  if (const auto core = r.find_param("core")) parts.push_back(*core);
-  if (const auto device = r.find_param("device")) parts.push_back(*device);
-  if (const auto verdict = r.find_param("verdict")) {
-    const auto rates = r.find_param("images/s");
+  if (const auto comm = param_string(r, "comm")) parts.push_back(*comm);
+  if (const auto pid = param_string(r, "pid")) parts.push_back("pid " + *pid);
+  if (const auto pids = param_string(r, "pids")) parts.push_back("pids " + *pids);
+  if (const auto core = param_string(r, "core")) parts.push_back(*core);
+  if (const auto device = param_string(r, "device")) parts.push_back(*device);
+  if (const auto verdict = param_string(r, "verdict")) {
+    const auto rates = param_string(r, "images/s");
     parts.push_back(*verdict + (rates ? " (" + *rates + " images/s)" : std::string()));
   }
   std::string out;

@@ -16,6 +16,15 @@ namespace gb::report::detail {
 std::string format_number(double v);
 // "791 TFLOP/s"; "-" without a value.
 std::string value_text(const Result& r);
+// A number and its unit as a person reads it: `decimals` digits after the point when >= 0 (and
+// thousands grouped from 10,000 up at 0 decimals), else format_number's; "1 cores" -> "1 core".
+std::string number_text(double v, const std::string& unit, int decimals = -1);
+// A param's text, or its number formatted with its unit.
+std::string param_text(const Param& p);
+// The named param of r as text (param_text), or empty when r has none of that name.
+std::optional<std::string> param_string(const Result& r, std::string_view name);
+// A fact's text ("N/A" when empty), or its number formatted with its unit.
+std::string fact_text(const Fact& f);
 // "0.4 %" (coefficient of variation); empty with fewer than two samples.
 std::string cv_text(const Result& r);
 // "80 %" = value / reference of that kind; empty when the result has no such reference.

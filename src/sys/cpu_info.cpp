@@ -224,23 +224,25 @@ std::string format_cpu_list(std::vector<int> cpus) {
 
 namespace {
 std::string text_or_na(const std::optional<std::string>& v) { return v ? *v : "N/A"; }
-std::string int_or_na(const std::optional<int>& v) { return v ? std::to_string(*v) : "N/A"; }
+Fact count_fact(std::string key, std::string label, const std::optional<int>& v) {
+  if (!v) return Fact::text(std::move(key), std::move(label), "N/A");
+  return Fact::numeric(std::move(key), std::move(label), *v, "", 0);
+}
 }  // namespace
 
 std::vector<Fact> host_facts(const HostInfo& host) {
   std::vector<Fact> facts;
   facts.push_back({"host.cpu_model", "CPU", text_or_na(host.cpu.model_name)});
-  facts.push_back({"host.logical_cores", "logical cores", int_or_na(host.cpu.logical_cores)});
-  facts.push_back({"host.physical_cores", "physical cores", int_or_na(host.cpu.physical_cores)});
-  facts.push_back({"host.sockets", "sockets", int_or_na(host.cpu.sockets)});
-  facts.push_back({"host.numa_nodes", "NUMA nodes", int_or_na(host.numa_nodes)});
-  std::string memory = "N/A";
-  if (host.memory_total_bytes) {
-    memory = std::to_string(static_cast<long long>(
-                 static_cast<double>(*host.memory_total_bytes) / (1024.0 * 1024 * 1024) + 0.5)) +
-             " GiB";
-  }
-  facts.push_back({"host.memory", "host memory", memory});
+  facts.push_back(count_fact("host.logical_cores", "logical cores", host.cpu.logical_cores));
+  facts.push_back(count_fact("host.physical_cores", "physical cores", host.cpu.physical_cores));
+  facts.push_back(count_fact("host.sockets", "sockets", host.cpu.sockets));
+  facts.push_back(count_fact("host.numa_nodes", "NUMA nodes", host.numa_nodes));
+  if (host.memory_total_bytes)
+    facts.push_back(Fact::numeric("host.memory", "host memory",
+                                  static_cast<double>(*host.memory_total_bytes) / (1024.0 * 1024 * 1024),
+                                  "GiB", 0));
+  else
+    facts.push_back(Fact::text("host.memory", "host memory", "N/A"));
   facts.push_back({"host.kernel", "kernel", text_or_na(host.kernel_release)});
   facts.push_back({"host.os", "OS", text_or_na(host.os_pretty_name)});
   return facts;

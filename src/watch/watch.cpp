@@ -297,10 +297,12 @@ WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
 
   out.facts = sys::host_facts(sys::read_host_info());
   const int cores = usable_cores();
-  out.facts.push_back({"host.usable_cores", "cores usable by the job", std::to_string(cores)});
+  out.facts.push_back(Fact::numeric("host.usable_cores", "cores usable by the job", cores, "", 0));
   for (Fact& f : gpu.facts) out.facts.push_back(std::move(f));
-  if (!out.gpu_available) out.facts.push_back({"gpu.available", "GPU", "none: " +
-                                                                          gpu.unavailable_reason});
+  if (!out.gpu_available) {
+    out.gpu_unavailable = gpu.unavailable_reason;
+    out.facts.push_back({"gpu.available", "GPU", "none: " + gpu.unavailable_reason});
+  }
   out.facts.push_back({"watch.command", "command",
                        child ? join_command(o.command)
                              : "pid " + std::to_string(root_pid) + " (" + attached->comm() + ")"});

@@ -48,6 +48,7 @@ struct WatchOutcome {
   bool interrupted = false;             // the user stopped monitoring (Ctrl-C)
   bool stopped_by_duration = false;
   bool gpu_available = false;
+  std::string gpu_unavailable;  // why not, when !gpu_available
   double duration_s = 0;
 };
 

@@ -458,9 +458,9 @@ TEST(ProbeGemm, QuickRunReportsEveryPrecisionWithCheckedFigures) {
     ASSERT_TRUE(it->value.has_value()) << key << ": " << it->reason;
     EXPECT_GT(*it->value, 0) << key;
     EXPECT_GE(it->samples.size(), 10u) << key;
-    EXPECT_TRUE(it->find_param("validation").has_value()) << key;
-    EXPECT_TRUE(it->find_param("protocol").has_value()) << key;
-    const auto layout = it->find_param("layout");
+    EXPECT_TRUE(it->text_param("validation").has_value()) << key;
+    EXPECT_TRUE(it->text_param("protocol").has_value()) << key;
+    const auto layout = it->text_param("layout");
     ASSERT_TRUE(layout.has_value()) << key;
     EXPECT_TRUE(layout->starts_with("TN") || layout->starts_with("NN")) << key << ": " << *layout;
     if (!layout_allowed(p, GemmLayout::nn)) {

@@ -76,14 +76,14 @@ TEST_F(LoaderSplitGpu, AskedShareIsMeasuredAndTheChecksPass) {
   ASSERT_NE(r->status, Status::skipped) << r->reason;
   ASSERT_TRUE(r->value);
   EXPECT_GT(*r->value, 0);
-  EXPECT_EQ(r->find_param("gpu_share_asked_pct"), "50.0");
+  EXPECT_EQ(r->text_param("gpu_share_asked_pct"), "50.0");
   const Result* share = find_result(sink.results(), "loader.split.gpu_share.pct");
   ASSERT_TRUE(share && share->value);
   EXPECT_GT(*share->value, 30);  // 48 samples, reshuffled every epoch: close to 50 %
   EXPECT_LT(*share->value, 70);
-  EXPECT_NE(r->find_param("check")->find("PSNR"), std::string::npos);
-  EXPECT_GT(std::stod(*r->find_param("cpu_decoded")), 0);
-  EXPECT_GT(std::stod(*r->find_param("gpu_decoded")), 0);
+  EXPECT_NE(r->text_param("check")->find("PSNR"), std::string::npos);
+  EXPECT_GT(std::stod(*r->text_param("cpu_decoded")), 0);
+  EXPECT_GT(std::stod(*r->text_param("gpu_decoded")), 0);
 }
 
 TEST_F(LoaderSplitGpu, BalancedDefaultSendsAShareOfTheSamplesToTheGpu) {

@@ -57,9 +57,10 @@ TEST_P(TrainFromLoader, ReportsImagesLossAndTheDataWaitShare) {
   const Result* ips = find_result(sink.results(), "train.mobilenet_v2.bf16.b16.images_per_s");
   ASSERT_TRUE(ips && ips->value) << (ips ? ips->reason : "missing");
   EXPECT_GT(*ips->value, 0);
-  ASSERT_TRUE(ips->find_param("data"));
-  EXPECT_NE(ips->find_param("data")->find("2 workers"), std::string::npos);
-  EXPECT_TRUE(std::isfinite(std::stod(*ips->find_param("final_loss"))));
+  ASSERT_TRUE(ips->text_param("data"));
+  EXPECT_NE(ips->text_param("data")->find("2 workers"), std::string::npos);
+  ASSERT_TRUE(ips->number_param("final_loss"));
+  EXPECT_TRUE(std::isfinite(*ips->number_param("final_loss")));
   const Result* wait = find_result(sink.results(), "train.mobilenet_v2.bf16.b16.data_wait_pct");
   ASSERT_TRUE(wait && wait->value);
   EXPECT_GE(*wait->value, 0);

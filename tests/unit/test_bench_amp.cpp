@@ -97,12 +97,12 @@ TEST(AmpResults, PairsSeedsAgainstFp32AndPassesASmallLoss) {
   const Result* change = find(sink, "amp.fp16.accuracy_change.points");
   ASSERT_TRUE(change && change->value);
   EXPECT_NEAR(*change->value, -0.3 + 0.04, 1e-9);  // mean of -0.28, -0.26, -0.24
-  EXPECT_TRUE(change->find_param("noise band").has_value());
+  EXPECT_TRUE(change->text_param("noise band").has_value());
 
   const Result* loss = find(sink, "amp.accuracy_loss.pct");
   ASSERT_TRUE(loss && loss->value);
   EXPECT_NEAR(*loss->value, 0.26, 1e-9);  // the worse of fp16 (0.26) and bf16 (0.1)
-  EXPECT_EQ(loss->find_param("precision"), "fp16");
+  EXPECT_EQ(loss->text_param("precision"), "fp16");
   EXPECT_EQ(loss->status, Status::pass);
 
   const Result* speed = find(sink, "amp.fp16.speedup");
@@ -145,7 +145,7 @@ TEST(AmpResults, WarnsBetweenOneAndTwoPoints) {
   const Result* loss = find(sink, "amp.accuracy_loss.pct");
   ASSERT_TRUE(loss);
   EXPECT_EQ(loss->status, Status::warn);
-  EXPECT_EQ(loss->find_param("precision"), "bf16");
+  EXPECT_EQ(loss->text_param("precision"), "bf16");
 }
 
 TEST(AmpResults, SaysWhenMixedPrecisionDoesNotPay) {
@@ -157,7 +157,7 @@ TEST(AmpResults, SaysWhenMixedPrecisionDoesNotPay) {
   EXPECT_NE(speed->advice.find("launch"), std::string::npos);
   const Result* loss = find(sink, "amp.accuracy_loss.pct");
   ASSERT_TRUE(loss);
-  EXPECT_TRUE(loss->find_param("speed").has_value());
+  EXPECT_TRUE(loss->text_param("speed").has_value());
 }
 
 TEST(AmpResults, ADivergedPrecisionFailsInsteadOfReportingANumber) {
@@ -218,16 +218,16 @@ TEST(AmpSpeed, SpeedupsPerModelAndBatchWithAVerdict) {
   const Result* r = find(sink, "amp.speed.resnet50.b256.fp16.speedup");
   ASSERT_TRUE(r && r->value);
   EXPECT_DOUBLE_EQ(*r->value, 5.5);
-  EXPECT_EQ(r->find_param("verdict"), "pays");
+  EXPECT_EQ(r->text_param("verdict"), "pays");
   const Result* m = find(sink, "amp.speed.mobilenet_v2.b64.fp16.speedup");
   ASSERT_TRUE(m && m->value);
   EXPECT_DOUBLE_EQ(*m->value, 1.05);
   EXPECT_EQ(m->status, Status::warn);
-  EXPECT_EQ(m->find_param("verdict"), "does not pay");
+  EXPECT_EQ(m->text_param("verdict"), "does not pay");
   EXPECT_NE(m->advice.find("larger batch"), std::string::npos);
   const Result* t = find(sink, "amp.speed.mobilenet_v2.b64.tf32.speedup");
   ASSERT_TRUE(t);
-  EXPECT_EQ(t->find_param("verdict"), "helps a little");
+  EXPECT_EQ(t->text_param("verdict"), "helps a little");
   EXPECT_EQ(find(sink, "amp.speed.resnet50.b64.fp16.speedup"), nullptr);
 }
 

@@ -72,14 +72,14 @@ TEST(BenchLoader, ReportsEveryPointTheBestThePerCoreRateAndTheKnee) {
     EXPECT_EQ(r->status, Status::info) << key;
   }
   EXPECT_GE(find(results, "loader.cpu.w1.images_per_s")->samples.size(), 1u);
-  EXPECT_EQ(find(results, "loader.cpu.per_core.images_per_s")->find_param("workers"), "1");
-  EXPECT_EQ(find(results, "loader.cpu.per_core.images_per_s")->find_param("target_images_per_s"),
+  EXPECT_EQ(find(results, "loader.cpu.per_core.images_per_s")->text_param("workers"), "1");
+  EXPECT_EQ(find(results, "loader.cpu.per_core.images_per_s")->text_param("target_images_per_s"),
             "800");
 
   const Result* knee = find(results, "loader.cpu.knee.workers");
   ASSERT_NE(knee, nullptr);
   EXPECT_TRUE(*knee->value == 1 || *knee->value == 2);
-  EXPECT_NE(knee->find_param("sweep")->find("1: "), std::string::npos);
+  EXPECT_NE(knee->text_param("sweep")->find("1: "), std::string::npos);
 
   EXPECT_GT(*find(results, "loader.stage.decode.ms")->value, 0);
   EXPECT_GT(*find(results, "loader.stage.augment.ms")->value, 0);
@@ -164,7 +164,7 @@ TEST(BenchLoader, KneeIsTheFewestWorkersWithinThreePercentOfTheBest) {
       loader_results({point(1, 800), point(2, 1500), point(4, 2950), point(8, 3000)});
   EXPECT_EQ(*find(results, "loader.cpu.knee.workers")->value, 4);
   EXPECT_EQ(*find(results, "loader.cpu.best.images_per_s")->value, 3000);
-  EXPECT_EQ(find(results, "loader.cpu.best.images_per_s")->find_param("workers"), "8");
+  EXPECT_EQ(find(results, "loader.cpu.best.images_per_s")->text_param("workers"), "8");
   EXPECT_EQ(find(results, "loader.cpu.oversubscribed"), nullptr);
 }
 

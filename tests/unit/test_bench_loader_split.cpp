@@ -79,9 +79,9 @@ TEST(LoaderSplit, ResultsOfARunAndOfOneThatCouldNotRun) {
   const Result* r = find_result(results, "loader.split.images_per_s");
   ASSERT_TRUE(r && r->value);
   EXPECT_DOUBLE_EQ(*r->value, 25000);
-  EXPECT_EQ(r->find_param("gpu_share_pct"), "70.0");
-  EXPECT_EQ(r->find_param("workers"), "15");
-  EXPECT_EQ(r->find_param("target_images_per_s"), "10000");
+  EXPECT_EQ(r->text_param("gpu_share_pct"), "70.0");
+  EXPECT_EQ(r->text_param("workers"), "15");
+  EXPECT_EQ(r->text_param("target_images_per_s"), "10000");
   const Result* share = find_result(results, "loader.split.gpu_share.pct");
   ASSERT_TRUE(share && share->value);
   EXPECT_DOUBLE_EQ(*share->value, 70);

@@ -163,7 +163,7 @@ TEST(TrainResults, FedByTheLoaderAddsTheDataWaitShareAndDropsTheTorchRatio) {
   EXPECT_FALSE(wait->higher_is_better);
   const Result* ips = find(results, "train.resnet50.bf16.b256.images_per_s");
   ASSERT_TRUE(ips);
-  EXPECT_EQ(ips->find_param("data"), m.data_source);
+  EXPECT_EQ(ips->text_param("data"), m.data_source);
   EXPECT_TRUE(ips->references.empty());  // PyTorch's figures are on a synthetic batch
 
   m.gpu_step_ms.assign(50, 59.0);
@@ -201,14 +201,14 @@ TEST(TrainResults, AMeasuredConfigurationGivesImagesStepTimeAndMemory) {
   EXPECT_FALSE(step->higher_is_better);
   EXPECT_EQ(step->samples.size(), 50u);
   EXPECT_NEAR(*mem->value, 21.0, 1e-9);
-  EXPECT_EQ(ips->find_param("model"), "resnet50");
-  EXPECT_EQ(ips->find_param("precision"), "bf16");
-  EXPECT_EQ(ips->find_param("batch"), "256");
-  EXPECT_EQ(ips->find_param("graph"), "no");
-  EXPECT_EQ(ips->find_param("parameters"), "25,557,032");
-  EXPECT_EQ(ips->find_param("final_loss"), "6.9100");
-  EXPECT_EQ(ips->find_param("steps"), "50");
-  EXPECT_EQ(mem->find_param("device_memory_total_gib"), "140.0");
+  EXPECT_EQ(ips->text_param("model"), "resnet50");
+  EXPECT_EQ(ips->text_param("precision"), "bf16");
+  EXPECT_EQ(ips->number_param("batch"), 256);
+  EXPECT_EQ(ips->text_param("graph"), "no");
+  EXPECT_EQ(ips->number_param("parameters"), 25557032);
+  EXPECT_NEAR(*ips->number_param("final_loss"), 6.91, 1e-6);
+  EXPECT_EQ(ips->number_param("steps"), 50);
+  EXPECT_NEAR(*mem->number_param("device_memory_total_gib"), 140.0, 0.05);
 }
 
 TEST(TrainResults, OnAnH200TheImagesCarryPytorchsFigure) {
@@ -262,7 +262,7 @@ TEST(TrainResults, AnEngineErrorFailsTheConfigurationWithItsMessage) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].status, Status::fail);
   EXPECT_EQ(results[0].reason, m.error);
-  EXPECT_EQ(results[0].find_param("batch"), "4096");
+  EXPECT_EQ(results[0].number_param("batch"), 4096);
 }
 
 TEST(TrainResults, CtrlCDuringTheTimedStepsKeepsTheStepsMeasured) {
@@ -273,7 +273,8 @@ TEST(TrainResults, CtrlCDuringTheTimedStepsKeepsTheStepsMeasured) {
   ASSERT_EQ(results.size(), 3u);
   EXPECT_EQ(results[0].status, Status::info);
   EXPECT_EQ(results[0].samples.size(), 12u);
-  EXPECT_EQ(results[0].find_param("steps"), "12 of 50 (interrupted)");
+  EXPECT_EQ(results[0].number_param("steps"), 12);
+  EXPECT_EQ(results[0].number_param("steps_asked"), 50);
 }
 
 TEST(TrainResults, CtrlCBeforeAnyTimedStepIsSkippedNotFailed) {
@@ -292,8 +293,8 @@ TEST(TrainResults, Fp16SkippedUpdatesAreNamed) {
   m.loss_scale = 32768;
   m.skipped_steps = 2;
   const Result r = train_results(m).front();
-  EXPECT_EQ(r.find_param("loss_scale"), "32768");
-  EXPECT_EQ(r.find_param("skipped_steps"), "2");
+  EXPECT_EQ(r.number_param("loss_scale"), 32768);
+  EXPECT_EQ(r.number_param("skipped_steps"), 2);
   EXPECT_NE(r.reason.find("2 of the 50 timed steps skipped"), std::string::npos) << r.reason;
 }
 

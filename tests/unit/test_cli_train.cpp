@@ -66,6 +66,8 @@ TEST_F(TrainCommand, WithoutAGpuExits3AndReportsEveryConfigurationSkipped) {
   const auto gpu = r.fact("gpu.available");
   ASSERT_TRUE(gpu.has_value());
   EXPECT_EQ(gpu->rfind("none: ", 0), 0u) << *gpu;
+  ASSERT_TRUE(r.gpu.unavailable.has_value());
+  EXPECT_FALSE(r.gpu.unavailable->empty());
 }
 
 TEST_F(TrainCommand, ModelAndPrecisionTakeCommaListsAndRepeats) {
@@ -91,7 +93,7 @@ TEST_F(TrainCommand, GraphIsAParamOfEveryResult) {
   ASSERT_EQ(run({"--precision", "tf32", "--graph"}), 3);
   const gb::Run r = written();
   ASSERT_EQ(r.results.size(), 1u);
-  EXPECT_EQ(r.results[0].find_param("graph"), "yes");
+  EXPECT_EQ(r.results[0].text_param("graph"), "yes");
 }
 
 TEST_F(TrainCommand, UnknownModelExits2WithoutWritingARun) {
@@ -124,7 +126,7 @@ TEST_F(TrainCommand, NoGraphLaunchesEagerly) {
   ASSERT_EQ(run({"--precision", "tf32", "--no-graph", "--warmup", "0"}), 3);
   const gb::Run r = written();
   ASSERT_EQ(r.results.size(), 1u);
-  EXPECT_EQ(r.results[0].find_param("graph"), "no");
+  EXPECT_EQ(r.results[0].text_param("graph"), "no");
 }
 
 }  // namespace

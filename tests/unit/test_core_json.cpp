@@ -16,11 +16,15 @@ gb::Run full_run() {
   run.command = "probe";
   run.started_at = "2026-12-02T11:02:03Z";
   run.duration_s = 41.7;
-  run.environment = {{"gpu.name", "GPU", "NVIDIA H200"}, {"gpu.memory", "memory", "139.8 GiB"}};
+  run.environment = {gb::Fact::text("gpu.name", "GPU", "NVIDIA H200"),
+                     gb::Fact::numeric("gpu.memory", "memory", 139.8, "GiB", 1)};
+  run.gpu.link_max_slot = {5, 16};
+  run.gpu.link_max_gpu = {5, std::nullopt};
 
   gb::Result bf16 = gb::Result::measured("probe.gemm.bf16.tflops", "BF16 GEMM 8192³", "TFLOP/s",
                                          {791.25, 789.5, 793.125});
   bf16.param("shape", "8192x8192x8192").param("algorithm", "cublasLt heuristic 0");
+  bf16.param("burst_tflops", 829.3, "TFLOP/s", 1).param("m", 8192.0, "", 0);
   bf16.reference("datasheet", 989.4, "spec table").reference("achievable", 791.52, "thresholds");
   bf16.status = gb::Status::pass;
   bf16.reason = "791 TFLOP/s = 80 % of datasheet 989, 100 % of achievable 792";
@@ -107,12 +111,6 @@ void expect_same_result(const gb::Result& a, const gb::Result& b) {
 
 }  // namespace
 
-// Disabled until core/json.cpp stops iterating a temporary: run_from_json() reads params with
-// `for (... : jr.value("params", Json::object()).items())`; the Json that value() returns dies
-// before the loop body runs (a range-for keeps only the items() proxy alive before C++23), so
-// reading any run file walks a dangling object (it crashes here, and in `gpubase report`).
-// Fix: `const Json params = jr.value("params", Json::object()); for (... : params.items())`.
-// With that fix this test passes unchanged; enable it then.
 TEST(JsonRoundTrip, EveryFieldComesBackUnchanged) {
   const gb::Run run = full_run();
   const gb::Run back = gb::run_from_json(gb::Json::parse(gb::to_json(run).dump(2)));
@@ -126,7 +124,15 @@ TEST(JsonRoundTrip, EveryFieldComesBackUnchanged) {
     EXPECT_EQ(back.environment[i].key, run.environment[i].key);
     EXPECT_EQ(back.environment[i].label, run.environment[i].label);
     EXPECT_EQ(back.environment[i].value, run.environment[i].value);
+    EXPECT_EQ(back.environment[i].number, run.environment[i].number);
+    EXPECT_EQ(back.environment[i].unit, run.environment[i].unit);
+    EXPECT_EQ(back.environment[i].decimals, run.environment[i].decimals);
   }
+  EXPECT_EQ(back.gpu.unavailable, run.gpu.unavailable);
+  EXPECT_EQ(back.gpu.link_max_slot.gen, 5);
+  EXPECT_EQ(back.gpu.link_max_slot.width, 16);
+  EXPECT_EQ(back.gpu.link_max_gpu.gen, 5);
+  EXPECT_FALSE(back.gpu.link_max_gpu.width.has_value());
   ASSERT_EQ(back.results.size(), run.results.size());
   for (std::size_t i = 0; i < run.results.size(); ++i)
     expect_same_result(back.results[i], run.results[i]);
@@ -180,4 +186,42 @@ TEST(JsonRoundTrip, RefusesAnUnknownStatus) {
   gb::Json j = gb::to_json(full_run());
   j["results"][0]["status"] = "great";
   EXPECT_THROW(gb::run_from_json(j), gb::Error);
+}
+
+TEST(JsonSchema, NumbersStayNumbersInTheDocument) {
+  const gb::Json j = gb::to_json(full_run());
+  const gb::Json& memory = j["environment"][1];
+  EXPECT_EQ(memory["value"], 139.8);
+  EXPECT_EQ(memory["unit"], "GiB");
+  bool found = false;
+  for (const gb::Json& p : j["results"][0]["params"])
+    if (p["name"] == "burst_tflops") {
+      found = true;
+      EXPECT_EQ(p["value"], 829.3);
+      EXPECT_EQ(p["unit"], "TFLOP/s");
+      EXPECT_FALSE(p.contains("text"));
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(JsonSchema, ReadsAVersion1RunWithTextParamsAndFacts) {
+  const gb::Json v1 = gb::Json::parse(R"({
+    "schema": "gpubase.run", "schema_version": 1, "tool_version": "0.1.0", "command": "probe",
+    "started_at": "2026-11-30T10:00:00Z", "duration_s": 1.5,
+    "environment": [{"key": "gpu.memory", "label": "memory", "value": "139.8 GiB"},
+                    {"key": "gpu.available", "label": "GPU", "value": "none: no NVIDIA driver"}],
+    "results": [{"key": "probe.gemm.bf16.sustained.tflops", "label": "GEMM", "unit": "TFLOP/s",
+                 "value": 699.0, "status": "info",
+                 "params": {"burst_tflops": "829.3", "layout": "TN"}}],
+    "checklist": [], "findings": []})");
+  const gb::Run run = gb::run_from_json(v1);
+  EXPECT_EQ(run.schema_version, 1);
+  EXPECT_EQ(run.fact("gpu.memory"), "139.8 GiB");
+  EXPECT_FALSE(run.fact_number("gpu.memory").has_value());
+  ASSERT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.results[0].text_param("burst_tflops"), "829.3");
+  EXPECT_EQ(run.results[0].text_param("layout"), "TN");
+  EXPECT_EQ(run.gpu.unavailable, "no NVIDIA driver");
+  // Written back, it is a version-2 document.
+  EXPECT_EQ(gb::to_json(run)["schema_version"], gb::kSchemaVersion);
 }

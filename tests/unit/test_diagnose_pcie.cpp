@@ -11,9 +11,9 @@ namespace {
 gb::Result link_result(const std::string& key, double value, int gen_max_slot, int gen_max_gpu,
                        int width_max) {
   gb::Result r = gb::Result::measured(key, key, "", {value});
-  r.param("gen_max_slot", std::to_string(gen_max_slot));
-  r.param("gen_max_gpu", std::to_string(gen_max_gpu));
-  r.param("width_max", std::to_string(width_max));
+  r.param("gen_max_slot", gen_max_slot, "", 0);
+  r.param("gen_max_gpu", gen_max_gpu, "", 0);
+  r.param("width_max", width_max, "", 0);
   return r;
 }
 
@@ -74,10 +74,10 @@ TEST(PcieLinkRule, DegradedBelowASlowSlotSaysBoth) {
             "the slot/riser/BIOS; the slot/platform limits the link to Gen4: use a Gen5 slot");
 }
 
-TEST(PcieLinkRule, MaximaFromEnvironmentFactsWhenParamsAreMissing) {
+TEST(PcieLinkRule, MaximaFromTheRunsGpuStateWhenParamsAreMissing) {
   gb::Run run;
-  run.environment = {{"gpu.pcie.max_slot", "max", "Gen5 x16"},
-                     {"gpu.pcie.max_gpu", "max gpu", "Gen5 x16"}};
+  run.gpu.link_max_slot = {5, 16};
+  run.gpu.link_max_gpu = {5, 16};
   run.results.push_back(gb::Result::measured("probe.pcie.link.gen_under_load", "gen", "", {4}));
   gb::diagnose::apply_verdicts(run);
   EXPECT_EQ(gen_result(run).status, gb::Status::fail);

@@ -7,7 +7,7 @@ TEST(SustainedGemm, StatesTheShareOfTheBurstFigureAndStaysInfo) {
   gb::Run run;
   gb::Result r = gb::Result::measured("probe.gemm.bf16.sustained.tflops",
                                       "GEMM BF16 sustained", "TFLOP/s", {690, 691, 692});
-  r.param("burst_tflops", "805.0");
+  r.param("burst_tflops", 805.0, "TFLOP/s", 1);
   gb::Telemetry t;
   t.samples = 20;
   t.sm_clock_mhz_mean = 1470;

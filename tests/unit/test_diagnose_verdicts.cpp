@@ -13,8 +13,8 @@ gb::Run h200_run() {
   gb::Run run;
   run.command = "probe";
   run.environment = {{"gpu.name", "GPU", "NVIDIA H200"},
-                     {"gpu.memory", "memory", "139.8 GiB"},
-                     {"gpu.sm_clock_max", "SM clock max", "1980 MHz"}};
+                     gb::Fact::numeric("gpu.memory", "memory", 139.8, "GiB", 1),
+                     gb::Fact::numeric("gpu.sm_clock_max", "SM clock max", 1980, "MHz", 0)};
   return run;
 }
 
@@ -177,7 +177,7 @@ TEST(Verdicts, HbmCopyIsJudgedAgainstItsAchievableFraction) {
 
 TEST(Verdicts, PinnedCopyIsJudgedAgainstTheLinkMaximum) {
   gb::Run run = h200_run();
-  run.environment.push_back({"gpu.pcie.max_slot", "PCIe max", "Gen5 x16"});
+  run.gpu.link_max_slot = {5, 16};
   const gb::Result& r =
       judged(run, gb::Result::measured("probe.pcie.h2d.pinned.gbps", "H2D", "GB/s", {55.3}));
   EXPECT_EQ(r.status, gb::Status::pass);

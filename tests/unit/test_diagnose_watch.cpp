@@ -45,9 +45,9 @@ void param(gb::Run& run, const std::string& key, const std::string& name,
            const std::string& value) {
   for (gb::Result& r : run.results) {
     if (r.key != key) continue;
-    for (auto& [n, v] : r.params)
-      if (n == name) {
-        v = value;
+    for (gb::Param& p : r.params)
+      if (p.name == name) {
+        p.text = value;
         return;
       }
     r.param(name, value);
@@ -564,7 +564,7 @@ TEST(DiagnoseWatch, OtherProcessesOnTheGpuAreNamed) {
 
 TEST(DiagnoseWatch, ThermalSlowdownInTheTelemetryIsThrottled) {
   gb::Run run = well_fed();
-  run.environment.push_back({"gpu.sm_clock_max", "SM clock max", "1980 MHz"});
+  run.environment.push_back(gb::Fact::numeric("gpu.sm_clock_max", "SM clock max", 1980, "MHz", 0));
   gb::Telemetry tel;
   tel.throttle_reasons = 0x4 | 0x40;  // power cap + HW thermal slowdown
   tel.temp_c_max = 91;
@@ -590,6 +590,7 @@ TEST(DiagnoseWatch, PowerCapAloneIsNotThrottling) {
 
 TEST(DiagnoseWatch, NoGpuSaysWhatIsMissingAndJudgesTheHostOnly) {
   gb::Run run = starved_full_host();
+  run.gpu.unavailable = "NVML unavailable: libnvidia-ml.so.1 not found";
   run.environment.push_back(
       {"gpu.available", "GPU", "none: NVML unavailable: libnvidia-ml.so.1 not found"});
   for (const char* key :

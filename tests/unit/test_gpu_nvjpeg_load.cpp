@@ -91,8 +91,8 @@ TEST(GpuDecodeResults, AMeasurementReportsRateStagesCoresAndBadSamples) {
   EXPECT_EQ(results[0].key, "loader.gpu_decode.images_per_s");
   ASSERT_TRUE(results[0].value.has_value());
   EXPECT_DOUBLE_EQ(*results[0].value, 16000);
-  EXPECT_EQ(results[0].find_param("backend"), "hardware");
-  EXPECT_EQ(results[0].find_param("cpu_cores_used"), "2.50");
+  EXPECT_EQ(results[0].text_param("backend"), "hardware");
+  EXPECT_EQ(results[0].text_param("cpu_cores_used"), "2.50");
   bool stages = false, bad = false;
   for (const Result& r : results) {
     if (r.key == "loader.gpu_decode.stage.decode.ms") stages = r.value == 12.0;

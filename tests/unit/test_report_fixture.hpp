@@ -84,8 +84,8 @@ inline Run h200_degraded_link_run() {
       {"gpu.pci_bus_id", "PCI bus id", "00000000:19:00.0"},
       {"gpu.compute_capability", "compute capability", "9.0"},
       {"gpu.sm_count", "SMs", "132"},
-      {"gpu.memory", "memory", "139.8 GiB"},
-      {"gpu.sm_clock_max", "SM clock max", "1980 MHz"},
+      gb::Fact::numeric("gpu.memory", "memory", 139.8, "GiB", 1),
+      gb::Fact::numeric("gpu.sm_clock_max", "SM clock max", 1980, "MHz", 0),
       {"gpu.ecc", "ECC", "enabled"},
       {"gpu.mig", "MIG", "disabled"},
       {"gpu.power_limit", "power limit", "700 W"},
@@ -147,8 +147,8 @@ inline Run a100_run() {
   run.environment = {
       {"gpu.name", "GPU", "NVIDIA A100-SXM4-40GB"},
       {"gpu.compute_capability", "compute capability", "8.0"},
-      {"gpu.memory", "memory", "39.4 GiB"},
-      {"gpu.sm_clock_max", "SM clock max", "1410 MHz"},
+      gb::Fact::numeric("gpu.memory", "memory", 39.4, "GiB", 1),
+      gb::Fact::numeric("gpu.sm_clock_max", "SM clock max", 1410, "MHz", 0),
       {"gpu.pcie.max_slot", "PCIe link max (slot and GPU)", "Gen4 x16"},
       {"gpu.pcie.max_gpu", "PCIe link max (GPU)", "Gen4 x16"},
       {"driver.version", "NVIDIA driver", "N/A"},
@@ -183,6 +183,7 @@ inline Run no_gpu_run() {
       "no NVIDIA driver found (CUDA: driver version is insufficient); install the NVIDIA driver "
       "or run on a GPU host";
   run.environment = {{"gpu.available", "GPU", "none: " + reason}};
+  run.gpu.unavailable = reason;
   for (const char* section : {"gemm", "memory", "pcie", "latency", "host"})
     run.results.push_back(Result::skipped(std::string("probe.") + section,
                                           std::string(section) + " section", "", reason));
@@ -208,7 +209,7 @@ inline Run watch_starved_run() {
       {"host.physical_cores", "physical cores", "8"},
       {"host.memory", "host memory", "251 GiB"},
       {"host.kernel", "kernel", "6.8.0-60-generic"},
-      {"host.usable_cores", "cores usable by the job", "16"},
+      gb::Fact::numeric("host.usable_cores", "cores usable by the job", 16, "", 0),
       {"gpu.name", "GPU", "NVIDIA H200"},
       {"gpu.index", "GPU index", "0"},
       {"gpu.driver", "driver", "580.95.05"},

@@ -86,6 +86,7 @@ Run no_gpu_train_run() {
   const std::string why = "no NVIDIA driver found (CUDA: driver version is insufficient); "
                           "install the NVIDIA driver or run on a GPU host";
   run.environment = {{"gpu.available", "GPU", "none: " + why}};
+  run.gpu.unavailable = why;
   run.results = bench::train_skipped_results(bench::train_configs({}), why);
   diagnose::apply_verdicts(run);
   return run;

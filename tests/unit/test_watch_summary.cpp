@@ -105,7 +105,7 @@ TEST(WatchSummary, ResultsFromSamples) {
   EXPECT_NEAR(*find(results, "watch.gpu.util.below95.share.pct")->value, 90.0, 1e-9);
 
   EXPECT_DOUBLE_EQ(*find(results, "watch.cpu.busiest_core.pct")->value, 98.0);
-  EXPECT_EQ(*find(results, "watch.cpu.busiest_core.pct")->find_param("core"),
+  EXPECT_EQ(*find(results, "watch.cpu.busiest_core.pct")->text_param("core"),
             "cpu3 (busiest in 10 of 10 intervals)");
   EXPECT_DOUBLE_EQ(*find(results, "watch.cpu.hottest_core.pct")->value, 98.0);
   EXPECT_DOUBLE_EQ(*find(results, "watch.host.cores")->value, 4.0);
@@ -113,13 +113,13 @@ TEST(WatchSummary, ResultsFromSamples) {
   const Result* top = find(results, "watch.job.busiest_process.cpu.pct");
   ASSERT_NE(top, nullptr);
   EXPECT_DOUBLE_EQ(*top->value, 95.0);
-  EXPECT_EQ(*top->find_param("comm"), "pt_data_worker");
-  EXPECT_EQ(*top->find_param("pid"), "101");
+  EXPECT_EQ(*top->text_param("comm"), "pt_data_worker");
+  EXPECT_EQ(*top->text_param("pid"), "101");
   EXPECT_DOUBLE_EQ(*find(results, "watch.job.involuntary_cs_per_process.per_s")->value, 40.0);
 
   const Result* disk = find(results, "watch.disk.util.pct");
   EXPECT_DOUBLE_EQ(*disk->value, 20.0);
-  EXPECT_EQ(*disk->find_param("device"), "nvme0n1");
+  EXPECT_EQ(*disk->text_param("device"), "nvme0n1");
   EXPECT_DOUBLE_EQ(*find(results, "watch.disk.await.ms")->value, 0.3);
 
   // Missing figures are skipped with the reason, never 0.
@@ -172,7 +172,7 @@ TEST(WatchSummary, FiguresDescribeTheWorkingWindowNotTheStartUp) {
   EXPECT_DOUBLE_EQ(*find(results, "watch.duration.s")->value, 45.0);
   EXPECT_NEAR(*find(results, "watch.window.gpu_util_run.pct")->value, 29 * 80.0 / 45, 1e-9);
   EXPECT_DOUBLE_EQ(*find(results, "watch.cpu.busiest_core.pct")->value, 60.0);
-  EXPECT_NE(find(results, "watch.gpu.util.pct")->find_param("over")->find("30 of 45 s"),
+  EXPECT_NE(find(results, "watch.gpu.util.pct")->text_param("over")->find("30 of 45 s"),
             std::string::npos);
 }
 

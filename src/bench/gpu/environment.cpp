@@ -31,12 +31,6 @@ int device_attribute(cudaDeviceAttr attr, int device) {
   return value;
 }
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 template <typename T, typename F>
 std::string or_na(const std::optional<T>& v, F format) {
   return v ? format(*v) : std::string("N/A");
@@ -111,8 +105,18 @@ DeviceFacts query_device(int index) {
 void probe_environment(const ProbeContext& ctx, ResultSink& sink) {
   const DeviceFacts& d = ctx.device;
   auto fact = [&](std::string key, std::string label, std::string value) {
-    sink.add_fact({std::move(key), std::move(label), std::move(value)});
+    sink.add_fact(Fact::text(std::move(key), std::move(label), std::move(value)));
   };
+  // A number with its unit; "N/A" when the device or driver does not report it.
+  auto number = [&](std::string key, std::string label, std::optional<double> v,
+                    std::string unit, int decimals) {
+    if (v)
+      sink.add_fact(Fact::numeric(std::move(key), std::move(label), *v, std::move(unit), decimals));
+    else
+      fact(std::move(key), std::move(label), "N/A");
+  };
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  constexpr double kMiB = 1024.0 * 1024;
   std::optional<sys::NvmlDeviceInfo> info;
   if (ctx.nvml) info = ctx.nvml->info();
 
@@ -122,36 +126,33 @@ void probe_environment(const ProbeContext& ctx, ResultSink& sink) {
   fact("gpu.pci_bus_id", "PCI bus id", d.pci_bus_id);
   fact("gpu.compute_capability", "compute capability",
        std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor));
-  fact("gpu.sm_count", "SMs", std::to_string(d.sm_count));
-  fact("gpu.memory", "memory", fixed(d.memory_bytes / (1024.0 * 1024 * 1024), 1) + " GiB");
-  fact("gpu.l2", "L2 cache", fixed(d.l2_bytes / (1024.0 * 1024), 0) + " MiB");
-  fact("gpu.mem_bus_width", "memory bus", std::to_string(d.mem_bus_width_bits) + " bit");
-  fact("gpu.sm_clock_max", "SM clock max", fixed(d.sm_clock_max_mhz, 0) + " MHz");
-  fact("gpu.mem_clock_max", "memory clock max", fixed(d.mem_clock_max_mhz, 0) + " MHz");
+  number("gpu.sm_count", "SMs", d.sm_count, "", 0);
+  number("gpu.memory", "memory", d.memory_bytes / kGiB, "GiB", 1);
+  number("gpu.l2", "L2 cache", d.l2_bytes / kMiB, "MiB", 0);
+  number("gpu.mem_bus_width", "memory bus", d.mem_bus_width_bits, "bit", 0);
+  number("gpu.sm_clock_max", "SM clock max", d.sm_clock_max_mhz, "MHz", 0);
+  number("gpu.mem_clock_max", "memory clock max", d.mem_clock_max_mhz, "MHz", 0);
   if (ctx.nvml) {
     const sys::NvmlSample now = ctx.nvml->sample();
-    fact("gpu.sm_clock_now", "SM clock now",
-         or_na(now.sm_clock_mhz, [](double v) { return fixed(v, 0) + " MHz"; }));
-    fact("gpu.mem_clock_now", "memory clock now",
-         or_na(now.mem_clock_mhz, [](double v) { return fixed(v, 0) + " MHz"; }));
-    fact("gpu.temperature", "temperature",
-         or_na(now.temp_c, [](double v) { return fixed(v, 0) + " C"; }));
-    fact("gpu.power_now", "power now",
-         or_na(now.power_w, [](double v) { return fixed(v, 0) + " W"; }));
+    number("gpu.sm_clock_now", "SM clock now", now.sm_clock_mhz, "MHz", 0);
+    number("gpu.mem_clock_now", "memory clock now", now.mem_clock_mhz, "MHz", 0);
+    number("gpu.temperature", "temperature", now.temp_c, "C", 0);
+    number("gpu.power_now", "power now", now.power_w, "W", 0);
   }
   const int ecc = device_attribute(cudaDevAttrEccEnabled, d.index);
   fact("gpu.ecc", "ECC", on_off(ecc != 0));
   if (info) {
     fact("gpu.mig", "MIG", or_na(info->mig_enabled, on_off));
     fact("gpu.persistence", "persistence mode", or_na(info->persistence_enabled, on_off));
-    fact("gpu.power_limit", "power limit",
-         or_na(info->power_limit_w, [](double v) { return fixed(v, 0) + " W"; }));
+    number("gpu.power_limit", "power limit", info->power_limit_w, "W", 0);
     fact("gpu.pcie.current", "PCIe link now (idle)",
          link_string(info->pcie.gen_current, info->pcie.width_current));
     fact("gpu.pcie.max_slot", "PCIe link max (slot and GPU)",
          link_string(info->pcie.gen_max_slot, info->pcie.width_max));
     fact("gpu.pcie.max_gpu", "PCIe link max (GPU)",
          link_string(info->pcie.gen_max_gpu, info->pcie.width_max));
+    sink.gpu().link_max_slot = {info->pcie.gen_max_slot, info->pcie.width_max};
+    sink.gpu().link_max_gpu = {info->pcie.gen_max_gpu, info->pcie.width_max};
     fact("gpu.numa_node", "GPU NUMA node",
          or_na(info->numa_node, [](int n) { return n < 0 ? std::string("none") : std::to_string(n); }));
     fact("gpu.cpu_affinity", "CPUs near the GPU",

@@ -62,6 +62,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/format.hpp"
 #include "bench/probe.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -147,12 +148,6 @@ std::vector<GemmCase> gemm_cases(bool quick) {
   for (const gpu::GemmShape& s : kExtraShapes)
     for (const Precision p : kAllPrecisions) cases.push_back({p, s, false});
   return cases;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
 }
 
 std::string gib(double bytes) {
@@ -581,15 +576,15 @@ std::vector<Result> measure_case(const ProbeContext& ctx, const GemmCase& c, con
   }
 
   const auto add_common = [&](Result& r) {
-    r.param("m", std::to_string(c.shape.m))
-        .param("n", std::to_string(c.shape.n))
-        .param("k", std::to_string(c.shape.k))
-        .param("flop_per_gemm", fixed(c.shape.flop(), 0))
+    r.param("m", static_cast<double>(c.shape.m), "", 0)
+        .param("n", static_cast<double>(c.shape.n), "", 0)
+        .param("k", static_cast<double>(c.shape.k), "", 0)
+        .param("flop_per_gemm", c.shape.flop(), "FLOP", 0)
         .param("types", types)
         .param("layout", gpu::describe_layout(gemm.layout()))
         .param("algorithm", algo.describe())
-        .param("heuristic_rank", std::to_string(algo.heuristic_rank))
-        .param("workspace_bytes", std::to_string(algo.workspace_bytes))
+        .param("heuristic_rank", static_cast<double>(algo.heuristic_rank), "", 0)
+        .param("workspace_bytes", static_cast<double>(algo.workspace_bytes), "B", 0)
         .param("candidates", std::to_string(ran.size()) + " of " + std::to_string(cands.size()) +
                                  " (" + layouts_text + ") ran: " + tried)
         .param("selection",
@@ -623,8 +618,8 @@ std::vector<Result> measure_case(const ProbeContext& ctx, const GemmCase& c, con
                             std::to_string(kBurstWarmup) + " warm-up, " +
                             std::to_string(budget.burst_gemms) +
                             " GEMMs each timed with CUDA events (as torch benchmarks do)")
-        .param("time_ms_median", fixed(compute_stats(burst.ms_per_gemm).median, 4))
-        .param("gemms_per_sample", "1");
+        .param("time_ms_median", compute_stats(burst.ms_per_gemm).median, "ms", 4)
+        .param("gemms_per_sample", 1.0, "", 0);
     add_common(r);
     check_tf32_override(p, r);
     out.push_back(std::move(r));
@@ -653,11 +648,11 @@ std::vector<Result> measure_case(const ProbeContext& ctx, const GemmCase& c, con
               "chunks of " + std::to_string(chunk_gemms) + " (~" + fixed(kSustainedChunkMs, 0) +
               " ms) timed with CUDA events; only the chunks after the first " +
               fixed(kSustainedDiscardMs / 1e3, 1) + " s kept, telemetry over that window")
-          .param("time_ms_median", fixed(compute_stats(sustained.ms_per_gemm).median, 4))
-          .param("gemms_per_sample", std::to_string(chunk_gemms))
-          .param("burst_tflops", fixed(burst_tflops, 1));
+          .param("time_ms_median", compute_stats(sustained.ms_per_gemm).median, "ms", 4)
+          .param("gemms_per_sample", static_cast<double>(chunk_gemms), "", 0)
+          .param("burst_tflops", burst_tflops, "TFLOP/s", 1);
       if (burst_tflops > 0 && r.value)
-        r.param("sustained_vs_burst_pct", fixed(100.0 * *r.value / burst_tflops, 1));
+        r.param("sustained_vs_burst_pct", 100.0 * *r.value / burst_tflops, "%", 1);
       add_common(r);
       check_tf32_override(p, r);
       out.push_back(std::move(r));
@@ -677,11 +672,11 @@ std::string progress_line(const GemmCase& c, const Result& r) {
   }
   line += r.value ? fixed(*r.value, 1) + " " + r.unit : "no value";
   std::string notes;
-  if (const auto layout = r.find_param("layout")) notes = layout->substr(0, 2);
+  if (const auto layout = r.text_param("layout")) notes = layout->substr(0, 2);
   if (const Reference* ref = r.find_reference("datasheet"))
     notes += (notes.empty() ? "" : ", ") + fixed(ref->ratio * 100, 0) + " % of datasheet";
-  if (const auto pct = r.find_param("sustained_vs_burst_pct"))
-    notes += (notes.empty() ? "" : ", ") + *pct + " % of burst";
+  if (const auto pct = r.number_param("sustained_vs_burst_pct"))
+    notes += (notes.empty() ? "" : ", ") + fixed(*pct, 1) + " % of burst";
   if (!notes.empty()) line += " (" + notes + ")";
   if (r.status == Status::invalid) line += " INVALID: " + r.reason;
   return line;

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/format.hpp"
 #include "bench/probe.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -40,12 +41,6 @@ namespace {
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 constexpr std::size_t kTransferBytes = 256 * kMiB;
 constexpr std::uint32_t kSeed = 0x1F83D9ABu;
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 // MemAvailable of /proc/meminfo in bytes; empty when it cannot be read.
 std::optional<std::size_t> memory_available_bytes() {
@@ -122,9 +117,9 @@ void host_bandwidth(const ProbeContext& ctx, ResultSink& sink, int threads) {
   };
   for (const auto& row : rows) {
     Result r = Result::measured(row.key, row.label, "GB/s", std::move(row.gbps));
-    r.param("threads", std::to_string(threads))
-        .param("array_bytes", std::to_string(array_bytes))
-        .param("bytes_counted", std::to_string(row.bytes))
+    r.param("threads", static_cast<double>(threads), "", 0)
+        .param("array_bytes", static_cast<double>(array_bytes), "B", 0)
+        .param("bytes_counted", static_cast<double>(row.bytes), "B", 0)
         .param("byte_accounting", row.accounting)
         .param("placement", "each thread pinned, first-touches and streams its own slice");
     sink.progress("host: " + std::string(row.label) + ": " + fixed(*r.value, 1) + " GB/s");
@@ -223,11 +218,11 @@ void h2d_contention(const ProbeContext& ctx, ResultSink& sink, int threads) {
   std::vector<double> slowdown;
   for (const double g : loaded) slowdown.push_back(100.0 * (1.0 - g / alone));
   const auto add_params = [&](Result& r) {
-    r.param("h2d_alone_gbps", fixed(alone, 2))
-        .param("transfer_bytes", std::to_string(kTransferBytes))
-        .param("load_threads", std::to_string(load_threads))
-        .param("load_bytes_per_thread", std::to_string(2 * load_bytes))
-        .param("load_gbps", fixed(summary.gbps, 1))
+    r.param("h2d_alone_gbps", alone, "GB/s", 2)
+        .param("transfer_bytes", static_cast<double>(kTransferBytes), "B", 0)
+        .param("load_threads", static_cast<double>(load_threads), "", 0)
+        .param("load_bytes_per_thread", static_cast<double>(2 * load_bytes), "B", 0)
+        .param("load_gbps", summary.gbps, "GB/s", 1)
         .param("load", "CPU copy loop (read + write counted) on every other hardware thread");
   };
   Result r = Result::measured(kLoadedKey, kLoadedLabel, "GB/s", std::move(loaded));

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/format.hpp"
 #include "bench/probe.hpp"
 #include "core/cancel.hpp"
 #include "gpu/check.hpp"
@@ -38,12 +39,6 @@ double now_us() {
   return std::chrono::duration<double, std::micro>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
 }
 
 // Runs `measure` (returning samples in us) under a telemetry sampler and reports it.

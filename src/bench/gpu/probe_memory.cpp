@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "core/format.hpp"
 #include "bench/probe.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -56,12 +57,6 @@ constexpr int kLaunchesPerSample = 4;
 constexpr std::size_t kCheckSamples = 4096;  // elements compared one by one per check
 constexpr std::array<int, 3> kThreadVariants = {256, 512, 1024};       // read, triad
 constexpr std::array<int, 4> kVariantThreads = {128, 256, 512, 1024};  // write, copy variants
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 std::string mib(std::size_t bytes) {
   return std::to_string(bytes / kMiB) + " MiB";
@@ -355,17 +350,17 @@ void measure_kernel(const ProbeContext& ctx, ResultSink& sink, const Measure& m,
   const Telemetry telemetry = sampler.stop();
 
   Result r = Result::measured(m.key, m.label, "GB/s", std::move(gbps));
-  r.param("buffer_bytes", std::to_string(b.bytes))
-      .param("bytes_counted", fixed(bytes_per_launch, 0))
+  r.param("buffer_bytes", static_cast<double>(b.bytes), "B", 0)
+      .param("bytes_counted", bytes_per_launch, "B", 0)
       .param("byte_accounting", m.accounting)
       .param("variant", gpu::variant_name(best.variant))
-      .param("threads_per_block", std::to_string(best.shape.threads))
-      .param("blocks", std::to_string(best.shape.blocks))
-      .param("candidates_tried", std::to_string(cands.size()))
+      .param("threads_per_block", static_cast<double>(best.shape.threads), "", 0)
+      .param("blocks", static_cast<double>(best.shape.blocks), "", 0)
+      .param("candidates_tried", static_cast<double>(cands.size()), "", 0)
       .param("launch_shapes_tried", tried)
       .param("sweep_samples_per_candidate",
              std::to_string(sweep_plan(ctx.options.quick).repetitions))
-      .param("launches_per_sample", std::to_string(kLaunchesPerSample))
+      .param("launches_per_sample", static_cast<double>(kLaunchesPerSample), "", 0)
       .param("access", access_description(m.kernel, best.variant));
   add_memory_references(ctx, r);
   r.telemetry = telemetry;
@@ -401,10 +396,10 @@ void measure_memcpy(const ProbeContext& ctx, ResultSink& sink, Buffers& b,
   const double bytes_per_copy = 2.0 * static_cast<double>(b.bytes);
   Result r = Result::measured(kMemcpyKey, kMemcpyLabel, "GB/s",
                               to_gbps(ms, bytes_per_copy * kLaunchesPerSample));
-  r.param("buffer_bytes", std::to_string(b.bytes))
-      .param("bytes_counted", fixed(bytes_per_copy, 0))
+  r.param("buffer_bytes", static_cast<double>(b.bytes), "B", 0)
+      .param("bytes_counted", bytes_per_copy, "B", 0)
       .param("byte_accounting", "read + write: 2 x buffer size")
-      .param("copies_per_sample", std::to_string(kLaunchesPerSample))
+      .param("copies_per_sample", static_cast<double>(kLaunchesPerSample), "", 0)
       .param("api", "cudaMemcpyAsync(cudaMemcpyDeviceToDevice)");
   add_memory_references(ctx, r);
   r.telemetry = telemetry;

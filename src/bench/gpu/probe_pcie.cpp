@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/format.hpp"
 #include "bench/probe.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -60,12 +61,6 @@ const char* dir_key(Dir d) {
 }
 const char* dir_label(Dir d) {
   return d == Dir::h2d ? "Host to device" : "Device to host";
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
 }
 
 double now_s() {
@@ -245,8 +240,8 @@ Result pcie_result(const std::string& key, const std::string& label, std::vector
                    std::size_t bytes, int copies, const std::string& timing,
                    const char* bytes_counted = kOneDirection) {
   Result r = Result::measured(key, label, "GB/s", std::move(gbps));
-  r.param("transfer_bytes", std::to_string(bytes))
-      .param("copies_per_sample", std::to_string(copies))
+  r.param("transfer_bytes", static_cast<double>(bytes), "B", 0)
+      .param("copies_per_sample", static_cast<double>(copies), "", 0)
       .param("bytes_counted", bytes_counted)
       .param("timing", timing);
   return r;
@@ -284,10 +279,11 @@ void link_results(const ProbeContext& ctx, ResultSink& sink, const LinkMax& link
     }
     Result r = Result::measured(key, label, "", std::move(values));
     r.value = r.stats.min;  // one downtrained sample is the finding
-    r.param("value", evidence)
-        .param("gen_max_slot", opt_int(link.gen_slot))
-        .param("gen_max_gpu", opt_int(link.gen_gpu))
-        .param("width_max", opt_int(link.width));
+    r.param("value", evidence);
+    // The maxima the rules judge the link against; a maximum NVML does not report is absent.
+    if (link.gen_slot) r.param("gen_max_slot", *link.gen_slot, "", 0);
+    if (link.gen_gpu) r.param("gen_max_gpu", *link.gen_gpu, "", 0);
+    if (link.width) r.param("width_max", *link.width, "", 0);
     sink.progress("pcie: " + std::string(label) + ": " + fixed(*r.value, 0) + " (max slot " +
                   opt_int(link.gen_slot) + ", GPU " + opt_int(link.gen_gpu) + ", width " +
                   opt_int(link.width) + ")");
@@ -301,8 +297,8 @@ void link_results(const ProbeContext& ctx, ResultSink& sink, const LinkMax& link
     const double delta =
         static_cast<double>(*after->pcie_replay_counter - *before->pcie_replay_counter);
     Result r = Result::measured(replay_key, replay_label, "", {delta}, false);
-    r.param("counter_before", std::to_string(*before->pcie_replay_counter))
-        .param("counter_after", std::to_string(*after->pcie_replay_counter))
+    r.param("counter_before", static_cast<double>(*before->pcie_replay_counter), "", 0)
+        .param("counter_after", static_cast<double>(*after->pcie_replay_counter), "", 0)
         .param("interval", "pinned H2D, D2H and bidirectional headline transfers");
     sink.progress("pcie: replays during transfers: " + fixed(delta, 0));
     sink.add(std::move(r));
