@@ -159,61 +159,6 @@ std::string train_precision_title(std::string_view precision) {
   return out;
 }
 
-namespace {
-
-struct TorchRow {
-  const char* model;
-  const char* precision;
-  int batch;
-  double images_per_s;
-  const char* note;
-};
-
-// DESIGN.md "Figures to beat", measured on one H200 with PyTorch 2.11, CUDA 13.0, cuDNN 9.19.
-constexpr TorchRow kTorchEager[] = {
-    {"resnet50", "fp32", 256, 1065, ""},
-    {"resnet50", "tf32", 256, 2221, ""},
-    {"resnet50", "fp16", 256, 5823, ", AMP, channels_last"},
-    {"resnet50", "bf16", 256, 4727, ", AMP, channels_last"},
-    {"mobilenet_v2", "fp32", 256, 2202, ""},
-    {"mobilenet_v2", "fp16", 256, 8985, ", AMP, channels_last"},
-    {"mobilenet_v2", "fp32", 64, 2052, ""},
-    {"mobilenet_v2", "fp16", 64, 2687, ", AMP"},
-    {"small_resnet", "fp32", 256, 84000, ", Fashion-MNIST"},
-    {"small_resnet", "bf16", 256, 67000, ", autocast, Fashion-MNIST"},
-    {"small_resnet", "fp16", 256, 65500, ", autocast, Fashion-MNIST; 62-69k measured, midpoint"},
-};
-constexpr TorchRow kTorchCompile[] = {
-    {"resnet50", "fp16", 256, 6826, ", AMP, channels_last"},
-    {"resnet50", "bf16", 256, 6815, ", AMP, channels_last"},
-};
-
-template <std::size_t N>
-std::optional<TorchFigure> find_torch(const TorchRow (&rows)[N], const std::string& device,
-                                      const TrainConfig& c, const char* how) {
-  if (device.find("H200") == std::string::npos) return std::nullopt;
-  for (const TorchRow& row : rows)
-    if (c.model == row.model && c.precision == row.precision && c.batch == row.batch)
-      return TorchFigure{row.images_per_s,
-                         std::string("PyTorch 2.11 ") + how + " on an H200, torchvision " +
-                             train_model_title(c.model) + " batch " + std::to_string(row.batch) +
-                             row.note + " (DESIGN.md; bench/train_vs_torch.py measures it "
-                                        "in the same run)"};
-  return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<TorchFigure> torch_eager_figure(const std::string& device_name,
-                                              const TrainConfig& c) {
-  return find_torch(kTorchEager, device_name, c, "eager");
-}
-
-std::optional<TorchFigure> torch_compile_figure(const std::string& device_name,
-                                                const TrainConfig& c) {
-  return find_torch(kTorchCompile, device_name, c, "torch.compile");
-}
-
 std::optional<double> train_data_wait_pct(const TrainMeasurement& m) {
   if (m.gpu_step_ms.empty() || m.gpu_step_ms.size() != m.step_ms.size()) return std::nullopt;
   double busy = 0, wall = 0;
@@ -264,12 +209,6 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
   if (fed) {
     ips.param("data", m.data_source);
     ips.param("bad_samples", static_cast<double>(m.bad_samples), "", 0);
-  } else {
-    // PyTorch's figures are on a synthetic batch too: no ratio for a loader-fed run.
-    if (const auto t = torch_eager_figure(m.device_name, c))
-      ips.reference("pytorch", t->images_per_s, t->source);
-    if (const auto t = torch_compile_figure(m.device_name, c))
-      ips.reference("torch_compile", t->images_per_s, t->source);
   }
   if (m.loss_scale && m.skipped_steps > 0)
     ips.reason = std::to_string(m.skipped_steps) + " of the " + std::to_string(m.step_ms.size()) +
@@ -304,13 +243,6 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
         .param("method", "1 - sum of the steps' GPU time (events right around each step) / sum "
                          "of the step intervals (events between consecutive steps, waits "
                          "included); gpu_step_ms and step_ms are the medians of the two");
-    if (*wait >= 10) {
-      w.status = Status::warn;
-      w.reason = "the GPU waited for data " + fixed(*wait, 1) + " % of the time (target < 10 %)";
-      w.advice = "the loader cannot keep up with this model: more workers (--workers), the "
-                 "nvJPEG path or the CPU/GPU split (`gpubase loader --decode both`), a packed "
-                 "dataset on faster storage";
-    }
     out.push_back(std::move(w));
   }
   return out;
@@ -368,8 +300,6 @@ std::string progress_text(const TrainMeasurement& m, const std::vector<Result>& 
   if (results.size() > 2 && results[1].value && results[2].value)
     text += " (" + fixed(*results[1].value, 1) + " ms/step, " + fixed(*results[2].value, 1) +
             " GiB, loss " + fixed(m.final_loss.value_or(0), 3) + ")";
-  if (const Reference* t = r.find_reference("pytorch"); t && t->ratio > 0)
-    text += ", " + fixed(t->ratio, 2) + "x PyTorch's " + grouped(t->value);
   return text;
 }
 #endif

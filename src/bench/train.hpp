@@ -79,17 +79,6 @@ std::string train_key(const TrainConfig& c, std::string_view figure);
 std::string train_model_title(std::string_view model);
 std::string train_precision_title(std::string_view precision);
 
-// PyTorch on the same card model (DESIGN.md "Figures to beat": torchvision model, eager,
-// channels_last + autocast for FP16/BF16, batch 256 unless stated), for the ratio the report
-// shows. Only for an H200 (device name contains "H200") and a configuration DESIGN.md lists.
-struct TorchFigure {
-  double images_per_s = 0;
-  std::string source;
-};
-std::optional<TorchFigure> torch_eager_figure(const std::string& device_name,
-                                              const TrainConfig& c);
-std::optional<TorchFigure> torch_compile_figure(const std::string& device_name,
-                                                const TrainConfig& c);
 
 // What one configuration measured (bench/gpu/train_run.cpp fills it; tests build it by hand).
 struct TrainMeasurement {
@@ -108,7 +97,6 @@ struct TrainMeasurement {
   std::optional<float> loss_scale;
   std::size_t skipped_steps = 0;
   std::optional<Telemetry> telemetry;  // NVML over the timed steps
-  std::string device_name;
   std::string error;       // the engine's message (out of memory, ...): a failed configuration
   bool interrupted = false;  // Ctrl-C during the timed steps: step_ms holds those that ran
   // Fed by the loader (TrainBenchOptions::data): the GPU time of each timed step alone (events

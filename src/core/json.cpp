@@ -168,9 +168,11 @@ Status status_from(const Json& j) {
 
 Json to_json(const Result& r) {
   Json refs = Json::array();
-  for (const auto& ref : r.references)
-    refs.push_back({{"kind", ref.kind}, {"value", ref.value}, {"ratio", ref.ratio},
-                    {"source", ref.source}});
+  for (const auto& ref : r.references) {
+    Json j{{"kind", ref.kind}, {"value", ref.value}, {"ratio", ref.ratio}, {"source", ref.source}};
+    if (!ref.origin.empty()) j["origin"] = ref.origin;
+    refs.push_back(std::move(j));
+  }
   Json params = Json::array();
   for (const auto& p : r.params) params.push_back(param_json(p));
   return Json{
@@ -264,8 +266,8 @@ Run run_from_json(const Json& j) {
       }
       r.samples = jr.value("samples", std::vector<double>{});
       for (const auto& ref : jr.value("references", Json::array()))
-        r.references.push_back(
-            {ref.at("kind"), ref.value("value", 0.0), ref.value("source", ""), ref.value("ratio", 0.0)});
+        r.references.push_back({ref.at("kind"), ref.value("value", 0.0), ref.value("source", ""),
+                                ref.value("ratio", 0.0), ref.value("origin", "")});
       r.status = status_from(jr.at("status"));
       r.reason = jr.value("reason", "");
       r.advice = jr.value("advice", "");

@@ -72,18 +72,19 @@ Result& Result::param(std::string name, std::string text) {
   return *this;
 }
 
-Result& Result::param(std::string name, double number, std::string unit, int decimals) {
+Result& Result::param(std::string name, double number, std::string number_unit, int decimals) {
   Param p;
   p.name = std::move(name);
   p.number = number;
-  p.unit = std::move(unit);
+  p.unit = std::move(number_unit);
   p.decimals = decimals;
   params.push_back(std::move(p));
   return *this;
 }
 
-Result& Result::reference(std::string kind, double ref_value, std::string source) {
-  Reference ref{std::move(kind), ref_value, std::move(source), 0};
+Result& Result::reference(std::string kind, double ref_value, std::string source,
+                          std::string origin) {
+  Reference ref{std::move(kind), ref_value, std::move(source), 0, std::move(origin)};
   if (value && ref_value > 0) ref.ratio = *value / ref_value;
   references.push_back(std::move(ref));
   return *this;

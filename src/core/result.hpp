@@ -35,11 +35,16 @@ int severity(Status s);
 //   "clock_adjusted"  peak computed from the device: units x rate x observed clock
 //   "achievable"      what a well-tuned run reaches on this card (documented per key)
 //   "baseline"        a previously saved run of this machine
+//   "pytorch", "torch_compile", "torchvision"  a peer's figure (core/references)
+// origin says how much to trust it: "quoted" (measured elsewhere, on the device and software
+// the source names), "measured" (in this run), "assumed" (a fraction nobody measured yet); empty
+// for datasheet and computed peaks, which say what they are in their kind.
 struct Reference {
   std::string kind;
   double value = 0;
   std::string source;  // where the number comes from, for a person to check
   double ratio = 0;    // measured / value (0 when either is missing)
+  std::string origin;
 };
 
 // NVML samples summarised over the interval a measurement ran. Every field is optional:
@@ -100,7 +105,7 @@ struct Result {
   Result& param(std::string name, const char* text) { return param(std::move(name), std::string(text)); }
   // A numeric param: `decimals` is how many digits a printer shows (-1: automatic).
   Result& param(std::string name, double number, std::string unit = {}, int decimals = -1);
-  Result& reference(std::string kind, double value, std::string source);
+  Result& reference(std::string kind, double value, std::string source, std::string origin = {});
   const Reference* find_reference(std::string_view kind) const;
   const Param* find_param(std::string_view name) const;
   // The param's text (text params only) / number (numeric params only); empty otherwise.

@@ -83,10 +83,14 @@ const Reference* add_achievable_reference(Result& r, const RunFacts& facts) {
   const auto basis = basis_for(r, *rule, facts);
   if (!basis) return nullptr;
   const double value = rule->fraction * basis->value;
+  // A fraction gpubase measured on the card its `why` names is, for this run, quoted like a
+  // peer's figure: only "assumed" differs in kind.
+  const std::string origin = rule->origin == Origin::assumed ? "assumed" : "quoted";
   r.reference("achievable", value,
-              "docs/thresholds.md: " + format_number(rule->fraction) + " x " +
+              origin + ": " + format_number(rule->fraction) + " x " +
                   basis_label(basis->kind) + " " + format_number(basis->value) + " (" +
-                  std::string(rule->why) + ")");
+                  std::string(rule->why) + "; docs/thresholds.md)",
+              origin);
   return &r.references.back();
 }
 

@@ -61,6 +61,13 @@ bool judge_host_contention(Result& r);
 // continuous load (info, no verdict: it is the card's power envelope, not a fault).
 bool describe_sustained(Result& r);
 
+// Peers' figures (core/references) beside the results they compare with, on the device they were
+// measured on only; reference origin "quoted".
+void attach_quoted_references(Run& run, const RunFacts& facts);
+
+// train.<config>.data_wait_pct against the checklist's data-loading limits. True if applied.
+bool judge_data_wait(Result& r);
+
 // SwPowerCap in the telemetry -> "; ran at the power cap, 690 of 700 W" appended to reason.
 void note_power_cap(Result& r);
 

@@ -1,6 +1,6 @@
-// diagnose/thresholds.cpp: the tables of thresholds.hpp. The figures behind each fraction were
-// measured on one H200 at its 700 W power cap (DESIGN.md "Figures to beat"); docs/thresholds.md
-// gives the arithmetic.
+// diagnose/thresholds.cpp: the tables of thresholds.hpp. Each achievable fraction names the
+// measurement behind it and whether it was quoted, measured by gpubase or assumed;
+// docs/thresholds.md gives the arithmetic.
 #include "diagnose/thresholds.hpp"
 
 #include <array>
@@ -9,43 +9,54 @@ namespace gb::diagnose {
 
 namespace {
 
+// The PyTorch figures: cuBLAS through PyTorch 2.11 (CUDA 13.0) on an H200 SXM at its 700 W cap.
+// The gpubase figures: `gpubase probe` on an H200 SXM, bench/results/h200-probe-v3.json.
 constexpr std::array<AchievableRule, 15> kAchievable{{
-    // GEMM 8192^3, cuBLAS through PyTorch on H200 at the power cap (achieved / datasheet).
     {"probe.gemm.fp64.tflops", Basis::gemm_peak, Precision::fp64, 0.82,
      "HPL on H100/H200 reaches 55-59 of 67 TFLOP/s per GPU; DGEMM alone does no worse",
-     Area::compute},
+     Area::compute, Origin::quoted},
     {"probe.gemm.fp32.tflops", Basis::gemm_peak, Precision::fp32, 0.76,
-     "cuBLAS SGEMM 8192^3 on H200: 51 of 67 TFLOP/s", Area::compute},
+     "PyTorch SGEMM 8192^3 on an H200 SXM: 51 of 67 TFLOP/s", Area::compute, Origin::quoted},
     {"probe.gemm.tf32.tflops", Basis::gemm_peak, Precision::tf32, 0.78,
-     "cuBLAS TF32 GEMM 8192^3 on H200: 388 of 495 TFLOP/s", Area::compute},
+     "PyTorch TF32 GEMM 8192^3 on an H200 SXM: 388 of 495 TFLOP/s", Area::compute,
+     Origin::quoted},
     {"probe.gemm.fp16.tflops", Basis::gemm_peak, Precision::fp16, 0.77,
-     "cuBLAS FP16 GEMM 8192^3 on H200: 762 of 989 TFLOP/s", Area::compute},
+     "PyTorch FP16 GEMM 8192^3 on an H200 SXM: 762 of 989 TFLOP/s", Area::compute,
+     Origin::quoted},
     {"probe.gemm.bf16.tflops", Basis::gemm_peak, Precision::bf16, 0.80,
-     "cuBLAS BF16 GEMM 8192^3 on H200: 793 of 989 TFLOP/s", Area::compute},
+     "PyTorch BF16 GEMM 8192^3 on an H200 SXM: 793 of 989 TFLOP/s", Area::compute,
+     Origin::quoted},
     {"probe.gemm.fp8.tflops", Basis::gemm_peak, Precision::fp8, 0.73,
-     "cuBLASLt FP8 GEMM 8192^3 on H200: 1446 of 1979 TFLOP/s", Area::compute},
-    {"probe.gemm.int8.tflops", Basis::gemm_peak, Precision::int8, 0.73,
-     "same tensor-core rate and kernel family as FP8 (no measured figure yet)", Area::compute},
+     "PyTorch FP8 GEMM 8192^3 (torch._scaled_mm) on an H200 SXM: 1446 of 1979 TFLOP/s",
+     Area::compute, Origin::quoted},
+    {"probe.gemm.int8.tflops", Basis::gemm_peak, Precision::int8, 0.76,
+     "gpubase INT8 GEMM 8192^3 on an H200 SXM: 1511 of 1979 TOP/s", Area::compute,
+     Origin::measured},
     // HBM, bytes counted as docs/results.md states (copy: read + write).
-    {"probe.memory.read.gbps", Basis::memory_peak, Precision::fp32, 0.92,
-     "read-only streaming reaches ~92 % of HBM3/HBM3e peak on H100/H200", Area::memory},
-    {"probe.memory.write.gbps", Basis::memory_peak, Precision::fp32, 0.88,
-     "write-only streaming: as copy (write traffic limits both)", Area::memory},
+    {"probe.memory.read.gbps", Basis::memory_peak, Precision::fp32, 0.94,
+     "gpubase read-only streaming on an H200 SXM: 4527 of 4800 GB/s", Area::memory,
+     Origin::measured},
+    {"probe.memory.write.gbps", Basis::memory_peak, Precision::fp32, 0.96,
+     "gpubase write-only streaming on an H200 SXM: 4636 of 4800 GB/s", Area::memory,
+     Origin::measured},
     {"probe.memory.copy.gbps", Basis::memory_peak, Precision::fp32, 0.885,
-     "device copy on H200: 4.25 of 4.8 TB/s, read + write counted", Area::memory},
+     "PyTorch device copy on an H200 SXM: 4.25 of 4.8 TB/s, read + write counted",
+     Area::memory, Origin::quoted},
     {"probe.memory.triad.gbps", Basis::memory_peak, Precision::fp32, 0.885,
-     "STREAM triad: as copy (same read/write mix within 2:1)", Area::memory},
+     "STREAM triad: as copy (same read/write mix within 2:1)", Area::memory, Origin::assumed},
     {"probe.memory.memcpy_d2d.gbps", Basis::memory_peak, Precision::fp32, 0.885,
-     "cudaMemcpy device-to-device: as copy", Area::memory},
+     "cudaMemcpy device-to-device: as copy", Area::memory, Origin::assumed},
     // PCIe, pinned host memory, 256 MiB copies.
     {"probe.pcie.h2d.pinned.gbps", Basis::pcie_one_way, Precision::fp32, 0.87,
-     "pinned H2D on H200, Gen5 x16: 55.3 of 63.0 GB/s (TLP headers, flow control)", Area::pcie},
+     "PyTorch pinned H2D on an H200 SXM, Gen5 x16: 55.3 of 63.0 GB/s (TLP headers, flow "
+     "control)",
+     Area::pcie, Origin::quoted},
     {"probe.pcie.d2h.pinned.gbps", Basis::pcie_one_way, Precision::fp32, 0.87,
-     "pinned D2H on H200, Gen5 x16: 55.3 of 63.0 GB/s", Area::pcie},
-    {"probe.pcie.bidir.pinned.gbps", Basis::pcie_both_ways, Precision::fp32, 0.75,
-     "H2D + D2H at once: both directions share the root complex and host memory; set below "
-     "the one-way 0.87 (no measured figure yet)",
-     Area::pcie},
+     "PyTorch pinned D2H on an H200 SXM, Gen5 x16: 55.3 of 63.0 GB/s", Area::pcie,
+     Origin::quoted},
+    {"probe.pcie.bidir.pinned.gbps", Basis::pcie_both_ways, Precision::fp32, 0.78,
+     "gpubase H2D + D2H at once on an H200 SXM, Gen5 x16: 98.6 of 126 GB/s", Area::pcie,
+     Origin::measured},
 }};
 
 constexpr std::array<LatencyLimit, 4> kLatency{{
@@ -154,5 +165,11 @@ std::string_view area_advice(Area area) {
 const WatchThresholds& watch_thresholds() { return kWatch; }
 
 std::span<const MetricRowSpec> metric_rows() { return kMetricRows; }
+
+const MetricRowSpec* find_metric_row(std::string_view id) {
+  for (const auto& row : kMetricRows)
+    if (row.id == id) return &row;
+  return nullptr;
+}
 
 }  // namespace gb::diagnose

@@ -25,6 +25,11 @@ enum class Basis {
 // Which advice a warn/fail gets.
 enum class Area { compute, memory, pcie };
 
+// Where an achievable fraction comes from, said in the output beside it: quoted (a peer's figure
+// measured elsewhere: PyTorch, HPL), measured (gpubase itself on the card the `why` names, in a
+// committed result file), assumed (reasoned from a neighbour; nobody has measured it).
+enum class Origin { quoted, measured, assumed };
+
 struct AchievableRule {
   std::string_view key;
   Basis basis;
@@ -32,6 +37,7 @@ struct AchievableRule {
   double fraction;         // achievable = fraction x basis
   std::string_view why;    // the measurement the fraction comes from (goes into Reference.source)
   Area area;
+  Origin origin;
 };
 
 std::span<const AchievableRule> achievable_rules();
@@ -98,5 +104,7 @@ struct MetricRowSpec {
 };
 
 std::span<const MetricRowSpec> metric_rows();
+// The checklist row of that id, or nullptr.
+const MetricRowSpec* find_metric_row(std::string_view id);
 
 }  // namespace gb::diagnose

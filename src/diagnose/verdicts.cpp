@@ -12,6 +12,7 @@ void apply_verdicts(Run& run) {
   const RunFacts facts = read_run_facts(run);
   apply_pcie_link_rule(run, facts);
   apply_pcie_replay_rule(run);
+  attach_quoted_references(run, facts);
   for (Result& r : run.results) {
     if (r.status != Status::info || !r.value) continue;
     if (r.key.starts_with("watch.")) continue;  // judged as a whole by diagnose_watch()
@@ -19,7 +20,7 @@ void apply_verdicts(Run& run) {
     if (!apply_slowdown_rule(r, facts)) {
       if (achievable)
         judge_against_achievable(r, *achievable);
-      else if (!describe_sustained(r) && !judge_latency(r))
+      else if (!describe_sustained(r) && !judge_latency(r) && !judge_data_wait(r))
         judge_host_contention(r);
     }
     note_power_cap(r);

@@ -103,7 +103,8 @@ std::string render_markdown(const Run& run) {
       line("| model | precision | batch | graph | images/s | step ms (median, min-max) | ± CV | "
            "memory | vs PyTorch | status | notes | telemetry |");
       line("|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---|");
-      for (const TrainingRow& row : training_rows(s)) {
+      const std::vector<TrainingRow> rows = training_rows(s);
+      for (const TrainingRow& row : rows) {
         const Result& main = *row.main;
         const bool ran = main.status != Status::skipped;
         std::string n = notes(main);
@@ -119,6 +120,10 @@ std::string render_markdown(const Run& run) {
             row.memory && row.memory->value ? format_number(*row.memory->value) + " GiB" : "",
             torch_ratio_text(row), status_word(main.status), cell(n),
             ran ? cell(telemetry_text(main.telemetry)) : ""));
+      }
+      if (const std::string note = torch_column_note(rows); !note.empty()) {
+        line();
+        line("_" + note + "_");
       }
       continue;
     }

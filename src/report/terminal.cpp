@@ -264,6 +264,7 @@ class TerminalWriter {
           detail(ref.kind + ": ", format_number(ref.value) + " " + main.unit + " - " + ref.source);
       }
     }
+    if (const std::string note = torch_column_note(rows); !note.empty()) detail("", note);
   }
 
   // Findings of a watched job: "FAIL     title", then the evidence and "-> advice" under it.

@@ -343,6 +343,17 @@ std::string torch_ratio_text(const TrainingRow& row) {
   return row.images ? ratio_text(*row.images, "pytorch") : "";
 }
 
+std::string torch_column_note(const std::vector<TrainingRow>& rows) {
+  for (const TrainingRow& row : rows) {
+    const Reference* ref = row.images ? row.images->find_reference("pytorch") : nullptr;
+    if (!ref || ref->origin != "quoted") continue;
+    return "vs torch: against PyTorch's figure for the same configuration, quoted from a run "
+           "on the same card model, not measured in this run (--verbose names each; "
+           "bench/train_vs_torch.py measures both side by side)";
+  }
+  return "";
+}
+
 std::string training_notes(const TrainingRow& row) {
   if (!row.images) return "";
   const Result& r = *row.images;

@@ -86,6 +86,8 @@ std::string data_wait_text(const TrainingRow& row);
 std::string step_text(const TrainingRow& row, bool range);
 // "101 %": images/s against PyTorch's figure (reference kind "pytorch"); empty without one.
 std::string torch_ratio_text(const TrainingRow& row);
+// Under a table with a "vs torch" column whose figures are quoted: says so. Empty otherwise.
+std::string torch_column_note(const std::vector<TrainingRow>& rows);
 // "loss 6.93 -> 6.91, 25,557,032 parameters, input NHWC bf16, loss scale 65536 (0 skipped)":
 // what a training row's params say, for verbose output and notes.
 std::string training_notes(const TrainingRow& row);

@@ -2,7 +2,7 @@
 // configuration (model, precision, batch, images/s, step time, memory, ratio to PyTorch,
 // status) -- against stored output in tests/fixtures/golden/, plus the rules behind it.
 // The run is built the way `gpubase train` builds it: bench::train_results() of each
-// measurement, then diagnose. Figures follow DESIGN.md's H200 PyTorch measurements.
+// measurement, then diagnose, which attaches PyTorch's quoted H200 figures (core/references).
 // To accept a deliberate change: GPUBASE_UPDATE_GOLDEN=1 ./unit_tests --gtest_filter='TrainReport*'
 #include <gtest/gtest.h>
 
@@ -35,7 +35,6 @@ bench::TrainMeasurement measured(const std::string& model, const std::string& pr
   m.used_bytes = m.trainer_bytes + (std::size_t(1) << 30);
   m.total_bytes = std::size_t(143771) << 20;
   m.input_layout = precision == "fp16" || precision == "bf16" ? "NHWC " + precision : "NCHW fp32";
-  m.device_name = "NVIDIA H200";
   Telemetry t;
   t.samples = 60;
   t.sm_clock_mhz_min = 1755;

@@ -2,8 +2,8 @@
 // the GPU. Kernel launch as the CPU sees it (enqueue only) and end to end (launch + wait), the
 // cost per kernel inside a replayed CUDA graph, and an event record + synchronize round trip.
 // All in microseconds, lower is better. The kernel is empty (<<<1, 1>>>), so every figure is
-// pure overhead. For comparison only (not a target): PyTorch on an H200 takes 6.9 us for a
-// tiny eager op and 0.83 us per kernel in a replayed graph (DESIGN.md).
+// pure overhead. PyTorch's figures for a tiny eager op and a replayed graph stand beside them
+// as quoted references (core/references), for comparison only: they are not targets.
 //
 // Napkin math, full mode: launch_host 20 x 500 launches x ~2.5 us = 25 ms; launch_e2e
 // 1000 x ~10 us = 10 ms; graph capture + instantiate of 1000 nodes ~20 ms, 3 + 20 replays of
@@ -44,14 +44,14 @@ double now_us() {
 // Runs `measure` (returning samples in us) under a telemetry sampler and reports it.
 template <typename Measure>
 void report(const ProbeContext& ctx, ResultSink& sink, const char* key, const char* label,
-            Measure measure, std::initializer_list<std::pair<const char*, std::string>> params) {
+            Measure measure, std::initializer_list<Param> params) {
   throw_if_cancelled();
   sys::TelemetrySampler sampler(ctx.nvml, std::chrono::milliseconds(10));
   sampler.start();
   std::vector<double> us = measure();
   const Telemetry telemetry = sampler.stop();
   Result r = Result::measured(key, label, "us", std::move(us), /*higher_is_better=*/false);
-  for (const auto& [name, value] : params) r.param(name, value);
+  r.params.insert(r.params.end(), params.begin(), params.end());
   r.telemetry = telemetry;
   sink.progress("latency: " + std::string(label) + ": " + fixed(*r.value, 2) + " us");
   sink.add(std::move(r));
@@ -83,7 +83,7 @@ void probe_latency(const ProbeContext& ctx, ResultSink& sink) {
          {{"method",
            "host clock around back-to-back launches of an empty kernel, divided by "
            "their number"},
-          {"launches_per_sample", std::to_string(kLaunchesPerSample)}});
+          {.name = "launches_per_sample", .number = kLaunchesPerSample, .decimals = 0}});
 
   const int single_samples = quick ? 200 : 1000;
   report(ctx, sink, "probe.latency.launch_e2e.us", "Kernel launch, end to end (launch + wait)",
@@ -101,8 +101,7 @@ void probe_latency(const ProbeContext& ctx, ResultSink& sink) {
            }
            return us;
          },
-         {{"method", "host clock around one empty-kernel launch and cudaStreamSynchronize"},
-          {"pytorch_comparison_us", "6.9 (tiny eager op on an H200, DESIGN.md; not a target)"}});
+         {{"method", "host clock around one empty-kernel launch and cudaStreamSynchronize"}});
 
   // Graph: capture, check what was captured, then time replays with events.
   {
@@ -135,10 +134,7 @@ void probe_latency(const ProbeContext& ctx, ResultSink& sink) {
              {{"method",
                "CUDA events around one replay of a graph of empty kernels captured "
                "from a stream, divided by the kernel count"},
-              {"kernels_per_graph", std::to_string(kGraphKernels)},
-              {"pytorch_comparison_us",
-               "0.83 (per kernel in a replayed graph on an H200, "
-               "DESIGN.md; not a target)"}});
+              {.name = "kernels_per_graph", .number = kGraphKernels, .decimals = 0}});
     }
   }
 

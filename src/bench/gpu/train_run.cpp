@@ -259,7 +259,6 @@ TrainMeasurement measure_train(const TrainConfig& c, const TrainBenchOptions& o,
   m.config = c;
   m.warmup = o.warmup;
   m.steps_asked = o.steps;
-  m.device_name = ctx.device.name;
   try {
     run_config(c, o, ctx, sink, m);
   } catch (const Error& e) {
