@@ -397,8 +397,20 @@ std::string default_fashion_mnist_dir() {
   return {};
 }
 
+std::span<const SectionRule> amp_section_rules() {
+  static constexpr SectionRule kRules[] = {
+      {"amp.", "amp", "Mixed precision: FP32 / TF32 / FP16 / BF16, same weights and data order",
+       Layout::monitor},
+      {"amp.speed.", "amp.speed", "Mixed precision, speed only (synthetic batch): where it pays",
+       Layout::monitor},
+  };
+  return kRules;
+}
+
 AmpOutcome run_amp_speed(const AmpOptions& options, ResultSink& sink) {
   validate_amp_options(options);
+  sink.declare_sections(amp_section_rules());
+  sink.declare_sections(train_section_rules(false));
   AmpOutcome out;
   ResultSink train_sink([&](const std::string& line) { sink.progress(line); });
   for (int batch : options.speed_batches) {
@@ -433,6 +445,7 @@ AmpOutcome run_amp_speed(const AmpOptions& options, ResultSink& sink) {
 AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
   if (options.speed) return run_amp_speed(options, sink);
   validate_amp_options(options);
+  sink.declare_sections(amp_section_rules());
   AmpOutcome out;
   out.gpu_found = false;
   out.no_gpu_reason = "this build has no GPU training engine (built without CUDA/cuDNN)";

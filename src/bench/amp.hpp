@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,8 @@ struct AmpOutcome {
 // when the build has no GPU engine or the machine no GPU. Progress: one line per epoch.
 // With options.speed, runs the speed comparison instead (run_amp_speed).
 AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink);
+// Where the study's results print (ResultSink::declare_sections).
+std::span<const SectionRule> amp_section_rules();
 AmpOutcome run_amp_speed(const AmpOptions& options, ResultSink& sink);
 
 // Where Fashion-MNIST is looked for when --data is not given: $GPUBASE_FASHION_MNIST, then

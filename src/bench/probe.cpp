@@ -11,7 +11,19 @@
 
 namespace gb::bench {
 
-void ResultSink::add(Result r) { results_.push_back(std::move(r)); }
+void ResultSink::declare_sections(std::span<const SectionRule> rules) {
+  rules_.insert(rules_.end(), rules.begin(), rules.end());
+}
+
+void ResultSink::add(Result r) {
+  if (const SectionRule* rule = find_section_rule(rules_, r.key)) {
+    r.section = rule->id;
+    if (std::none_of(sections_.begin(), sections_.end(),
+                     [&](const SectionSpec& s) { return s.id == rule->id; }))
+      sections_.push_back({std::string(rule->id), std::string(rule->title), rule->layout});
+  }
+  results_.push_back(std::move(r));
+}
 void ResultSink::add_fact(Fact f) { facts_.push_back(std::move(f)); }
 
 bool ProbeOptions::wants(const std::string& section) const {
@@ -57,7 +69,19 @@ void require_device_index(int device, int count) {
 }
 #endif
 
+std::span<const SectionRule> probe_section_rules() {
+  static constexpr SectionRule kRules[] = {
+      {"probe.gemm", "probe.gemm", "GEMM (cuBLASLt, dense)", Layout::benchmark},
+      {"probe.memory", "probe.memory", "Device memory", Layout::benchmark},
+      {"probe.pcie", "probe.pcie", "PCIe host <-> device", Layout::benchmark},
+      {"probe.latency", "probe.latency", "Launch latency", Layout::benchmark},
+      {"probe.host", "probe.host", "Host memory", Layout::benchmark},
+  };
+  return kRules;
+}
+
 ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink) {
+  sink.declare_sections(probe_section_rules());
   for (const auto& s : options.sections) {
     const auto& all = probe_sections();
     if (std::none_of(all.begin(), all.end(), [&](const auto& p) { return p.first == s; }))

@@ -6,7 +6,9 @@
 #pragma once
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/gpu_specs.hpp"
@@ -19,6 +21,9 @@ class ResultSink {
  public:
   using ProgressFn = std::function<void(const std::string&)>;
   explicit ResultSink(ProgressFn progress = {}) : progress_(std::move(progress)) {}
+  // Declares a suite's sections; results added later take their section from them.
+  void declare_sections(std::span<const SectionRule> rules);
+  // Sets r.section from the declared rules (unless the suite set one) and keeps r.
   void add(Result r);
   void add_fact(Fact f);
   void progress(const std::string& line) const {
@@ -26,12 +31,16 @@ class ResultSink {
   }
   std::vector<Result>& results() { return results_; }
   std::vector<Fact>& facts() { return facts_; }
+  // The sections the results use, in the order they first appear.
+  std::vector<SectionSpec>& sections() { return sections_; }
   // Typed GPU facts the rules read (PCIe link maxima), filled by the suite that queries them.
   GpuState& gpu() { return gpu_; }
 
  private:
   ProgressFn progress_;
   GpuState gpu_;
+  std::vector<SectionRule> rules_;
+  std::vector<SectionSpec> sections_;
   std::vector<Result> results_;
   std::vector<Fact> facts_;
 };
@@ -74,6 +83,9 @@ struct ProbeOutcome {
 // environment it can read and a skipped result for each GPU section; it does not throw for
 // that (the CLI turns gpu_found == false into exit code 3).
 ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink);
+
+// Where the probe's results print (ResultSink::declare_sections).
+std::span<const SectionRule> probe_section_rules();
 
 // The probe's section names, in run order, with a one-line description (for --help).
 const std::vector<std::pair<std::string, std::string>>& probe_sections();

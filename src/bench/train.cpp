@@ -306,7 +306,18 @@ std::string progress_text(const TrainMeasurement& m, const std::vector<Result>& 
 
 }  // namespace
 
+std::span<const SectionRule> train_section_rules(bool fed_by_loader) {
+  static constexpr SectionRule kSynthetic[] = {
+      {"train.", "train", "Training throughput (synthetic batch on the GPU)",
+       Layout::configurations}};
+  static constexpr SectionRule kFed[] = {
+      {"train.", "train", "Training throughput (fed by the loader)", Layout::configurations}};
+  if (fed_by_loader) return kFed;
+  return kSynthetic;
+}
+
 TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& sink) {
+  sink.declare_sections(train_section_rules(!options.data.empty()));
   const std::vector<TrainConfig> configs = train_configs(options);
   TrainBenchOutcome outcome;
   outcome.configurations = configs.size();

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,9 @@ struct TrainBenchOptions {
   unsigned data_workers = 0;  // 0: the usable cores but one
   std::size_t data_prefetch = 4;
 };
+
+// Where training results print: one configuration per row (ResultSink::declare_sections).
+std::span<const SectionRule> train_section_rules(bool fed_by_loader);
 
 // One measured configuration.
 struct TrainConfig {

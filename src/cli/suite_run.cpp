@@ -29,6 +29,7 @@ Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
   run_.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   run_.environment = std::move(sink.facts());
+  run_.sections = std::move(sink.sections());
   run_.results = std::move(sink.results());
   run_.gpu = sink.gpu();
   if (!end.gpu_found) {
@@ -38,6 +39,7 @@ Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
   if (end.interrupted)
     run_.environment.push_back({"run.interrupted", "run", "interrupted by the user (Ctrl-C)"});
   diagnose::apply_verdicts(run_);
+  run_.findings = diagnose::diagnose_watch(run_);
   run_.checklist = diagnose::build_checklist(run_);
   return run_;
 }
@@ -45,6 +47,7 @@ Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
 int SuiteRun::finish(const OutputOptions& out, bool save) const {
   emit_run(run_, out);
   if (save) progress_line(out, "saved " + save_run(run_).string());
+  if (end_.exit_code) return *end_.exit_code;
   if (end_.interrupted) return static_cast<int>(ExitCode::interrupted);
   if (!end_.gpu_found) {
     std::fprintf(stderr, "gpubase: %s\n", end_.no_gpu_reason.c_str());

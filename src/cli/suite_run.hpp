@@ -4,6 +4,7 @@
 // checklist, then printing, saving and the exit code (docs: exit codes in `gpubase --help`).
 #pragma once
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "bench/probe.hpp"
@@ -24,16 +25,19 @@ struct SuiteEnd {
   bool gpu_found = true;
   std::string no_gpu_reason;  // when !gpu_found
   bool interrupted = false;   // Ctrl-C: what was measured is kept and reported
+  // The exit code when the suite decides it itself (watch: the job's, like `time CMD`).
+  std::optional<int> exit_code;
 };
 
 class SuiteRun {
  public:
   explicit SuiteRun(std::string command);
-  // Takes the sink's facts and results, adds gpu.available / run.interrupted facts as `end`
-  // says, and lets diagnose set verdicts and the checklist.
+  // Takes the sink's facts, sections and results, adds gpu.available / run.interrupted facts as
+  // `end` says, and lets diagnose set verdicts, the findings of a watched job and the
+  // checklist.
   Run& complete(bench::ResultSink& sink, const SuiteEnd& end);
-  // Prints (and with save, saves) the run; the exit code: 130 interrupted, 3 no GPU (the reason
-  // on stderr), 1 when a verdict failed, else 0.
+  // Prints (and with save, saves) the run; the exit code: end.exit_code when set, else 130
+  // interrupted, 3 no GPU (the reason on stderr), 1 when a verdict failed, else 0.
   int finish(const OutputOptions& out, bool save) const;
   Run& run() { return run_; }
 

@@ -9,7 +9,7 @@
 #include "cli/signals.hpp"
 #include "cli/watch_view.hpp"
 #include "core/error.hpp"
-#include "diagnose/diagnose.hpp"
+#include "cli/suite_run.hpp"
 #include "watch/watch.hpp"
 
 namespace gb::cli {
@@ -51,11 +51,7 @@ std::shared_ptr<WatchCli> add_watch_command(CLI::App& app, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_flag("--no-perf", cli->no_perf, "do not open perf_event counters");
   cmd->add_flag("--no-save", cli->no_save, "do not save the run (and its series)");
-  cmd->add_flag("--json", cli->out.json, "print the run as JSON (schema: docs/results.md)");
-  cmd->add_flag("--md", cli->out.markdown, "print the run as Markdown");
-  cmd->add_option("-o,--output", cli->out.output_file, "write the report to FILE");
-  cmd->add_flag("-q,--quiet", cli->out.quiet, "no live view or progress lines");
-  cmd->add_flag("--no-color", cli->out.no_color, "no ANSI colours (also: NO_COLOR=1)");
+  add_output_options(*cmd, cli->out);
   cmd->footer(watch_help());
   return cli;
 }
@@ -68,14 +64,10 @@ int run_watch_command(const WatchCli& cli) {
   watch::validate(options);
   const ViewMode mode = cli.out.quiet ? ViewMode::none : parse_view_mode(cli.view);
 
-  Run run;
-  run.tool_version = GPUBASE_VERSION;
-  run.command = "watch";
-  run.started_at = utc_now_iso8601();
-  std::filesystem::path saved_run;
+  SuiteRun suite("watch");
   if (!cli.no_save) {
     // The run and its series share a name: <data dir>/runs/watch-<time>.json / .jsonl
-    std::string stamp = run.started_at;
+    std::string stamp = suite.run().started_at;
     for (char& c : stamp)
       if (c == ':') c = '-';
     const auto dir = data_dir() / "runs";
@@ -113,28 +105,22 @@ int run_watch_command(const WatchCli& cli) {
   set_signal_forward_pid(0);
   view.close();
 
-  run.duration_s = outcome.duration_s;
-  run.environment = std::move(outcome.facts);
-  if (!outcome.gpu_available) run.gpu.unavailable = outcome.gpu_unavailable;
-  run.results = std::move(outcome.results);
-  diagnose::apply_verdicts(run);
-  run.findings = diagnose::diagnose_watch(run);
-  run.checklist = diagnose::build_checklist(run);
-
-  emit_run(run, cli.out);
-  if (!cli.no_save) {
-    saved_run = save_run(run);
-    progress_line(cli.out, "saved " + saved_run.string());
-  }
-  if (!options.series_path.empty()) progress_line(cli.out, "time series: " + options.series_path);
-
+  // The watch goes through the same sink, diagnosis, printing and saving as every suite. A
+  // watch without a GPU is still a run (a CPU job is watched all the same): not exit code 3.
+  bench::ResultSink sink;
+  sink.declare_sections(watch::watch_section_rules());
+  for (Fact& f : outcome.facts) sink.add_fact(std::move(f));
+  for (Result& r : outcome.results) sink.add(std::move(r));
+  if (!outcome.gpu_available) sink.gpu().unavailable = outcome.gpu_unavailable;
+  SuiteEnd end;
   // The job's exit code is gpubase's (like `time CMD`); a job gpubase stopped for --duration
   // counts as success, an attached process stopped with Ctrl-C too.
-  if (outcome.exit) {
-    if (outcome.stopped_by_duration) return 0;
-    return outcome.exit->shell_code();
-  }
-  return 0;
+  end.exit_code = outcome.exit && !outcome.stopped_by_duration ? outcome.exit->shell_code() : 0;
+  suite.complete(sink, end);
+  suite.run().duration_s = outcome.duration_s;  // the monitored span, not gpubase's own
+  const int code = suite.finish(cli.out, !cli.no_save);
+  if (!options.series_path.empty()) progress_line(cli.out, "time series: " + options.series_path);
+  return code;
 }
 
 }  // namespace gb::cli

@@ -175,7 +175,7 @@ Json to_json(const Result& r) {
   }
   Json params = Json::array();
   for (const auto& p : r.params) params.push_back(param_json(p));
-  return Json{
+  Json j{
       {"key", r.key},
       {"label", r.label},
       {"unit", r.unit},
@@ -197,11 +197,16 @@ Json to_json(const Result& r) {
       {"telemetry", r.telemetry ? telemetry_json(*r.telemetry) : Json(nullptr)},
       {"params", params},
   };
+  if (!r.section.empty()) j["section"] = r.section;
+  return j;
 }
 
 Json to_json(const Run& run) {
   Json env = Json::array();
   for (const auto& f : run.environment) env.push_back(fact_json(f));
+  Json sections = Json::array();
+  for (const auto& s : run.sections)
+    sections.push_back({{"id", s.id}, {"title", s.title}, {"layout", to_string(s.layout)}});
   Json results = Json::array();
   for (const auto& r : run.results) results.push_back(to_json(r));
   Json checklist = Json::array();
@@ -229,6 +234,7 @@ Json to_json(const Run& run) {
       {"duration_s", run.duration_s},
       {"environment", env},
       {"gpu", gpu_json(run.gpu)},
+      {"sections", sections},
       {"results", results},
       {"checklist", checklist},
       {"findings", findings},
@@ -251,9 +257,15 @@ Run run_from_json(const Json& j) {
     run.duration_s = j.value("duration_s", 0.0);
     for (const auto& f : j.at("environment")) run.environment.push_back(fact_from(f));
     if (j.contains("gpu") && j.at("gpu").is_object()) run.gpu = gpu_from(j.at("gpu"));
+    for (const auto& js : j.value("sections", Json::array())) {
+      const auto layout = parse_layout(js.value("layout", "benchmark"));
+      run.sections.push_back(
+          {js.at("id"), js.value("title", ""), layout.value_or(Layout::benchmark)});
+    }
     for (const auto& jr : j.at("results")) {
       Result r;
       r.key = jr.at("key");
+      r.section = jr.value("section", "");
       r.label = jr.value("label", "");
       r.unit = jr.value("unit", "");
       r.higher_is_better = jr.value("higher_is_better", true);

@@ -28,6 +28,21 @@ std::optional<Status> parse_status(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view to_string(Layout l) {
+  switch (l) {
+    case Layout::benchmark: return "benchmark";
+    case Layout::monitor: return "monitor";
+    case Layout::configurations: return "configurations";
+  }
+  return "benchmark";
+}
+
+std::optional<Layout> parse_layout(std::string_view s) {
+  for (const Layout l : {Layout::benchmark, Layout::monitor, Layout::configurations})
+    if (to_string(l) == s) return l;
+  return std::nullopt;
+}
+
 int severity(Status s) {
   switch (s) {
     case Status::skipped: return 0;
@@ -144,6 +159,21 @@ const Result* Run::find(std::string_view key) const { return find_result(results
 const Fact* Run::find_fact(std::string_view key) const {
   for (const auto& f : environment)
     if (f.key == key) return &f;
+  return nullptr;
+}
+
+const SectionRule* find_section_rule(std::span<const SectionRule> rules, std::string_view key) {
+  const SectionRule* best = nullptr;
+  for (const SectionRule& rule : rules)
+    if (key.starts_with(rule.key_prefix) &&
+        (!best || rule.key_prefix.size() > best->key_prefix.size()))
+      best = &rule;
+  return best;
+}
+
+const SectionSpec* Run::find_section(std::string_view id) const {
+  for (const auto& s : sections)
+    if (s.id == id) return &s;
   return nullptr;
 }
 

@@ -81,8 +81,40 @@ struct Param {
   friend bool operator==(const Param&, const Param&) = default;
 };
 
+// How a printer lays out a section's results; the suite that makes them chooses.
+//   benchmark       figures judged against references: value, CV, % of datasheet and of
+//                   achievable, status, evidence
+//   monitor         figures seen while watching a job, or a study's outcomes: value and what
+//                   each belongs to (a process, a core, a disk), no reference columns
+//   configurations  one row per configuration (results sharing a key up to the last segment),
+//                   named by its model, precision and batch params: throughput, step time,
+//                   memory, ratio to a peer
+enum class Layout { benchmark, monitor, configurations };
+std::string_view to_string(Layout l);
+std::optional<Layout> parse_layout(std::string_view s);
+
+// A group of results a printer shows under one title, in the order sections first appear.
+struct SectionSpec {
+  std::string id;  // "probe.gemm"
+  std::string title;
+  Layout layout = Layout::benchmark;
+};
+
+// Where a suite's results print: every key starting with key_prefix goes to the section id
+// (the longest matching prefix wins), shown under title with the given layout. Each suite keeps
+// its table next to its code; the printers know none of them.
+struct SectionRule {
+  std::string_view key_prefix;  // "probe.gemm"
+  std::string_view id;          // "probe.gemm"
+  std::string_view title;       // "GEMM (cuBLASLt, dense)"
+  Layout layout = Layout::benchmark;
+};
+// The rule the key falls under, or nullptr.
+const SectionRule* find_section_rule(std::span<const SectionRule> rules, std::string_view key);
+
 struct Result {
   std::string key;
+  std::string section;  // SectionSpec::id; empty: the printer groups it by its key
   std::string label;
   std::string unit;
   bool higher_is_better = true;
@@ -175,12 +207,14 @@ struct Run {
   double duration_s = 0;
   std::vector<Fact> environment;
   GpuState gpu;
+  std::vector<SectionSpec> sections;  // declared by the suites; results name theirs
   std::vector<Result> results;
   std::vector<ChecklistRow> checklist;
   std::vector<Finding> findings;  // most important first; empty for suites without diagnosis
 
   const Result* find(std::string_view key) const;
   const Fact* find_fact(std::string_view key) const;
+  const SectionSpec* find_section(std::string_view id) const;
   // A text fact's value / a numeric fact's number; empty when absent or of the other kind.
   std::optional<std::string> fact(std::string_view key) const;
   std::optional<double> fact_number(std::string_view key) const;

@@ -97,7 +97,7 @@ std::string render_markdown(const Run& run) {
       }
       continue;
     }
-    if (s.layout == Layout::training) {
+    if (s.layout == Layout::configurations) {
       // One row per configuration; the notes carry the loss, parameters, input layout and
       // the reason for a skipped or failed configuration.
       line("| model | precision | batch | graph | images/s | step ms (median, min-max) | ± CV | "

@@ -137,7 +137,7 @@ class TerminalWriter {
       monitor_section(s);
       return;
     }
-    if (s.layout == Layout::training) {
+    if (s.layout == Layout::configurations) {
       training_section(s);
       return;
     }

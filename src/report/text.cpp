@@ -7,7 +7,6 @@
 #include <array>
 #include <cctype>
 #include <cmath>
-#include <map>
 
 namespace gb::report::detail {
 
@@ -202,71 +201,13 @@ std::string status_counts(const Run& run) {
 
 namespace {
 
-// Watch keys whose two-segment prefix would make a section of one or two rows.
-struct SectionAlias {
-  std::string_view prefix;
-  std::string_view section;
-};
-constexpr SectionAlias kAliases[] = {
-    {"watch.host", "watch.cpu"},
-    {"watch.sampler", "watch.self"},
-    {"watch.interval", "watch.self"},
-    {"watch.samples", "watch.self"},
-    {"watch.startup", "watch.window"},
-    {"loader.bad_samples", "loader.cpu"},
-    {"watch.duration", "watch.window"},
-};
-
-std::string section_prefix(const std::string& key) {
-  if (key.starts_with("train.")) return "train";
-  if (key.starts_with("amp.speed.")) return "amp.speed";
-  if (key.starts_with("amp.")) return "amp";
+// A result no suite placed (a file written before sections were declared): grouped by the
+// first two segments of its key, titled by them, laid out as figures against references.
+std::string fallback_section(const std::string& key) {
   const auto first = key.find('.');
   if (first == std::string::npos) return key;
   const auto second = key.find('.', first + 1);
-  const std::string prefix = second == std::string::npos ? key : key.substr(0, second);
-  for (const SectionAlias& a : kAliases)
-    if (prefix == a.prefix) return std::string(a.section);
-  return prefix;
-}
-
-struct SectionInfo {
-  std::string title;
-  Layout layout;
-};
-
-SectionInfo section_info(const std::string& prefix) {
-  static const std::map<std::string, SectionInfo> kSections{
-      {"probe.gemm", {"GEMM (cuBLASLt, dense)", Layout::benchmark}},
-      {"probe.memory", {"Device memory", Layout::benchmark}},
-      {"probe.pcie", {"PCIe host <-> device", Layout::benchmark}},
-      {"probe.latency", {"Launch latency", Layout::benchmark}},
-      {"probe.host", {"Host memory", Layout::benchmark}},
-      {"watch.window", {"What the figures cover", Layout::monitor}},
-      {"loader.cpu", {"Loader, CPU path (read, JPEG decode, crop + flip)", Layout::benchmark}},
-      {"loader.stage", {"Loader, time per image by stage (best point)", Layout::benchmark}},
-      {"loader.data_wait_share", {"Loader feeding a GPU step", Layout::benchmark}},
-      {"loader.gpu", {"Loader feeding a GPU step, by prefetch depth", Layout::benchmark}},
-      {"loader.gpu_decode", {"Loader, GPU decode path (nvJPEG, resize kernel)", Layout::benchmark}},
-      {"loader.split", {"Loader, CPU/GPU split (CPU decode + nvJPEG, one tensor)",
-                        Layout::benchmark}},
-      {"watch.gpu", {"GPU (NVML, sampled)", Layout::monitor}},
-      {"watch.cpu", {"Host CPU (/proc/stat)", Layout::monitor}},
-      {"watch.job", {"Job: the command and its child processes", Layout::monitor}},
-      {"watch.mem", {"Host memory (/proc/meminfo)", Layout::monitor}},
-      {"watch.disk", {"Disk (/proc/diskstats, like iostat -x)", Layout::monitor}},
-      {"watch.perf", {"perf_event counters (the job)", Layout::monitor}},
-      {"watch.self", {"gpubase itself", Layout::monitor}},
-      {"train", {"Training throughput (synthetic batch on the GPU)", Layout::training}},
-      {"amp", {"Mixed precision: FP32 / TF32 / FP16 / BF16, same weights and data order",
-               Layout::monitor}},
-      {"amp.speed", {"Mixed precision, speed only (synthetic batch): where it pays",
-                     Layout::monitor}},
-  };
-  const auto it = kSections.find(prefix);
-  if (it != kSections.end()) return it->second;
-  // Any other watch.* group is measured while watching, too.
-  return {prefix, prefix.rfind("watch.", 0) == 0 ? Layout::monitor : Layout::benchmark};
+  return second == std::string::npos ? key : key.substr(0, second);
 }
 
 }  // namespace
@@ -274,12 +215,13 @@ SectionInfo section_info(const std::string& prefix) {
 std::vector<Section> group_sections(const Run& run) {
   std::vector<Section> sections;
   for (const Result& r : run.results) {
-    const std::string prefix = section_prefix(r.key);
+    const std::string id = r.section.empty() ? fallback_section(r.key) : r.section;
     auto it = std::find_if(sections.begin(), sections.end(),
-                           [&](const Section& s) { return s.prefix == prefix; });
+                           [&](const Section& s) { return s.id == id; });
     if (it == sections.end()) {
-      const SectionInfo info = section_info(prefix);
-      sections.push_back({prefix, info.title, info.layout, {}});
+      const SectionSpec* spec = run.find_section(id);
+      sections.push_back({id, spec ? spec->title : id,
+                          spec ? spec->layout : Layout::benchmark, {}});
       it = sections.end() - 1;
     }
     it->results.push_back(&r);

@@ -45,22 +45,17 @@ bool has_verdict(const Run& run);
 // "12 pass, 1 warn, 2 fail, 1 invalid, 2 skipped, 4 info" (zero counts left out).
 std::string status_counts(const Run& run);
 
-// How a section's results print. benchmark: figures judged against datasheet and achievable
-// references (value, CV, ratios, status). monitor: figures seen while watching a job, with no
-// reference to compare (value and what it belongs to: a process, a core, a disk). training:
-// `gpubase train` figures, one row per configuration (see TrainingRow).
-enum class Layout { benchmark, monitor, training };
-
+// A section as printed: the run's declared SectionSpec (title, layout; core/result.hpp) and its
+// results in run order.
 struct Section {
-  std::string prefix;  // "probe.gemm"
-  std::string title;   // "GEMM"
+  std::string id;     // "probe.gemm"
+  std::string title;  // "GEMM (cuBLASLt, dense)"
   Layout layout = Layout::benchmark;
   std::vector<const Result*> results;
 };
-// Results grouped by the first two key segments, sections in order of first appearance. A few
-// watch keys join a neighbour: watch.host.* goes with watch.cpu.*, and watch.sampler.*,
-// watch.interval.*, watch.samples make one "gpubase itself" section. All train.* results make
-// one "train" section (Layout::training).
+// Results grouped by the section each names, sections in order of first appearance. A result
+// without one (an older run file) groups by the first two segments of its key, titled by them,
+// in the benchmark layout.
 std::vector<Section> group_sections(const Run& run);
 
 // One configuration of a training section: the results train.<model>.<precision>.b<batch>.*

@@ -154,6 +154,26 @@ int usable_cores() {
   return n > 0 ? static_cast<int>(n) : 0;
 }
 
+std::span<const SectionRule> watch_section_rules() {
+  static constexpr SectionRule kRules[] = {
+      {"watch.", "watch.other", "Other figures of the watched job", Layout::monitor},
+      {"watch.window", "watch.window", "What the figures cover", Layout::monitor},
+      {"watch.startup", "watch.window", "What the figures cover", Layout::monitor},
+      {"watch.duration", "watch.window", "What the figures cover", Layout::monitor},
+      {"watch.gpu", "watch.gpu", "GPU (NVML, sampled)", Layout::monitor},
+      {"watch.cpu", "watch.cpu", "Host CPU (/proc/stat)", Layout::monitor},
+      {"watch.host", "watch.cpu", "Host CPU (/proc/stat)", Layout::monitor},
+      {"watch.job", "watch.job", "Job: the command and its child processes", Layout::monitor},
+      {"watch.mem", "watch.mem", "Host memory (/proc/meminfo)", Layout::monitor},
+      {"watch.disk", "watch.disk", "Disk (/proc/diskstats, like iostat -x)", Layout::monitor},
+      {"watch.perf", "watch.perf", "perf_event counters (the job)", Layout::monitor},
+      {"watch.sampler", "watch.self", "gpubase itself", Layout::monitor},
+      {"watch.interval", "watch.self", "gpubase itself", Layout::monitor},
+      {"watch.samples", "watch.self", "gpubase itself", Layout::monitor},
+  };
+  return kRules;
+}
+
 void validate(const WatchOptions& o) {
   if (o.command.empty() && !o.pid)
     throw Error(ErrorKind::usage,

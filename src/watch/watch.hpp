@@ -12,6 +12,7 @@
 #pragma once
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,10 @@ WatchOutcome run_watch(const WatchOptions& options, const WatchHooks& hooks = {}
 
 // Checks the options (interval range, command xor pid, duration > 0); throws gb::Error(usage).
 void validate(const WatchOptions& options);
+
+// Where a watch run's results print (the sink's declare_sections): one section per source --
+// GPU, host CPU, the job's processes, memory, disks, perf counters, the sampler itself.
+std::span<const SectionRule> watch_section_rules();
 
 // Cores this process may run on (its affinity mask), the figure workers are judged against.
 int usable_cores();

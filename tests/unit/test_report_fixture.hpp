@@ -15,8 +15,10 @@
 #include <utility>
 #include <vector>
 
+#include "bench/probe.hpp"
 #include "core/result.hpp"
 #include "diagnose/diagnose.hpp"
+#include "watch/watch.hpp"
 
 namespace gb::test {
 
@@ -66,6 +68,15 @@ inline Result link(const std::string& key, const std::string& label, double valu
   r.param("gen_max_gpu", std::to_string(gen_max_gpu));
   r.param("width_max", std::to_string(width_max));
   return r;
+}
+
+// Places the results in their suite's sections, as the suite's sink does.
+inline void place_in_sections(Run& run, std::span<const SectionRule> rules) {
+  bench::ResultSink sink;
+  sink.declare_sections(rules);
+  for (Result& r : run.results) sink.add(std::move(r));
+  run.results = std::move(sink.results());
+  run.sections = std::move(sink.sections());
 }
 
 inline Run base_run(const std::string& started_at, double duration_s) {
@@ -137,6 +148,7 @@ inline Run h200_degraded_link_run() {
                                 {2.4, 2.5, 2.3, 2.4, 2.6}));
   run.results.push_back(latency("probe.latency.graph_per_kernel.us",
                                 "per kernel in a CUDA graph", {0.83, 0.84, 0.82}));
+  place_in_sections(run, bench::probe_section_rules());
   diagnose::apply_verdicts(run);
   run.checklist = diagnose::build_checklist(run);
   return run;
@@ -172,6 +184,7 @@ inline Run a100_run() {
                              4, 16));
   run.results.push_back(latency("probe.latency.graph_per_kernel.us",
                                 "per kernel in a CUDA graph", {7.1, 7.0, 7.3}));
+  place_in_sections(run, bench::probe_section_rules());
   diagnose::apply_verdicts(run);
   run.checklist = diagnose::build_checklist(run);
   return run;
@@ -187,6 +200,7 @@ inline Run no_gpu_run() {
   for (const char* section : {"gemm", "memory", "pcie", "latency", "host"})
     run.results.push_back(Result::skipped(std::string("probe.") + section,
                                           std::string(section) + " section", "", reason));
+  place_in_sections(run, bench::probe_section_rules());
   diagnose::apply_verdicts(run);
   run.checklist = diagnose::build_checklist(run);
   return run;
@@ -309,6 +323,7 @@ inline Run watch_starved_run() {
   add("watch.sampler.cpu.pct", "gpubase's own CPU (100 % = one core)", "%", 0.9);
   add("watch.samples", "samples taken", "samples", 300);
 
+  place_in_sections(run, watch::watch_section_rules());
   diagnose::apply_verdicts(run);
   run.findings = diagnose::diagnose_watch(run);
   run.checklist = diagnose::build_checklist(run);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "bench/amp.hpp"
 #include "bench/train.hpp"
 #include "diagnose/diagnose.hpp"
 #include "report/report.hpp"
@@ -70,8 +71,12 @@ Run h200_train_run() {
       measured("mobilenet_v2", "fp16", 28.1, 16.0, mobilenet),
   };
   ms.back().final_loss = std::numeric_limits<float>::quiet_NaN();
+  bench::ResultSink sink;  // as the suite does: its section rules place the results
+  sink.declare_sections(bench::train_section_rules(false));
   for (const bench::TrainMeasurement& m : ms)
-    for (Result& r : bench::train_results(m)) run.results.push_back(std::move(r));
+    for (Result& r : bench::train_results(m)) sink.add(std::move(r));
+  run.results = std::move(sink.results());
+  run.sections = std::move(sink.sections());
   diagnose::apply_verdicts(run);
   return run;
 }
@@ -86,7 +91,11 @@ Run no_gpu_train_run() {
                           "install the NVIDIA driver or run on a GPU host";
   run.environment = {{"gpu.available", "GPU", "none: " + why}};
   run.gpu.unavailable = why;
-  run.results = bench::train_skipped_results(bench::train_configs({}), why);
+  bench::ResultSink sink;
+  sink.declare_sections(bench::train_section_rules(false));
+  for (Result& r : bench::train_skipped_results(bench::train_configs({}), why)) sink.add(std::move(r));
+  run.results = std::move(sink.results());
+  run.sections = std::move(sink.sections());
   diagnose::apply_verdicts(run);
   return run;
 }
@@ -137,7 +146,8 @@ TEST(TrainReport, AllTrainResultsMakeOneSectionWithOneRowPerConfiguration) {
   const gb::Run run = h200_train_run();
   const auto sections = report::detail::group_sections(run);
   ASSERT_EQ(sections.size(), 1u);
-  EXPECT_EQ(sections[0].layout, report::detail::Layout::training);
+  EXPECT_EQ(sections[0].layout, Layout::configurations);
+  EXPECT_EQ(sections[0].title, "Training throughput (synthetic batch on the GPU)");
   const auto rows = report::detail::training_rows(sections[0]);
   ASSERT_EQ(rows.size(), 6u);
   EXPECT_EQ(rows[0].model, "resnet50");
@@ -171,7 +181,11 @@ TEST(AmpSpeedReport, OwnSectionWithTheVerdictAndBothRatesPerRow) {
   Result pays = Result::measured("amp.speed.resnet50.b256.fp16.speedup",
                                  "resnet50 b256: fp16 over FP32", "x", {7.12});
   pays.param("images/s", "7420 vs 1043").param("verdict", "pays");
-  run.results.push_back(pays);
+  bench::ResultSink sink;
+  sink.declare_sections(bench::amp_section_rules());
+  sink.add(pays);
+  run.results = std::move(sink.results());
+  run.sections = std::move(sink.sections());
   const std::string text = report::render_terminal(run, plain());
   EXPECT_NE(text.find("Mixed precision, speed only"), std::string::npos) << text;
   EXPECT_EQ(text.find("same weights and data order"), std::string::npos) << text;

@@ -113,6 +113,7 @@ const AmpRunRecord* find_record(const std::vector<AmpRunRecord>& records, const 
 AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
   if (options.speed) return run_amp_speed(options, sink);
   validate_amp_options(options);
+  sink.declare_sections(amp_section_rules());
   AmpOutcome out;
   std::string why;
   if (cuda_device_count(why) == 0) {
