@@ -406,7 +406,8 @@ std::vector<Result> gpu_decode_results(const std::optional<GpuDecodeMeasurement>
   std::vector<Result> out;
   Result r = Result::measured(key, label, "images/s", m->batch_images_per_s);
   r.reference("achievable", kTorchvisionNvjpegImagesPerS,
-              "torchvision batched nvJPEG decode alone, 500x375 JPEGs, H200 (DESIGN.md)");
+              "torchvision batched nvJPEG decode alone, 500x375 JPEGs, H200 "
+              "(docs/pytorch-figures.md)");
   r.param("backend", m->backend + (m->backend_note.empty() ? "" : " (" + m->backend_note + ")"))
       .param("library", m->library)
       .param("reader_threads", std::to_string(m->workers))

@@ -48,7 +48,7 @@ inline constexpr double kLoaderKneeShare = 0.97;
 inline constexpr double kLoaderGpuDecodeTargetImagesPerS = 15000;
 // The target for one host (16 cores on the H200 machine), files to the batch tensor.
 inline constexpr double kLoaderHostTargetImagesPerS = 10000;
-// torchvision's batched nvJPEG decode alone, 500x375 JPEGs, on the H200 (DESIGN.md).
+// torchvision's batched nvJPEG decode alone, 500x375 JPEGs, on the H200 (docs/pytorch-figures.md).
 inline constexpr double kTorchvisionNvjpegImagesPerS = 21000;
 
 // Which decode paths `gpubase loader` measures: the CPU sweep, the GPU (nvJPEG) path, or both

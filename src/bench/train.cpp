@@ -180,7 +180,7 @@ struct TorchRow {
   const char* note;
 };
 
-// DESIGN.md "Figures to beat", measured on one H200 with PyTorch 2.11, CUDA 13.0, cuDNN 9.19.
+// docs/pytorch-figures.md "Training": one H200, PyTorch 2.11, CUDA 13.0, cuDNN 9.19.
 constexpr TorchRow kTorchEager[] = {
     {"resnet50", "fp32", 256, 1065, ""},
     {"resnet50", "tf32", 256, 2221, ""},
@@ -208,8 +208,9 @@ std::optional<TorchFigure> find_torch(const TorchRow (&rows)[N], const std::stri
       return TorchFigure{row.images_per_s,
                          std::string("PyTorch 2.11 ") + how + " on an H200, torchvision " +
                              train_model_title(c.model) + " batch " + std::to_string(row.batch) +
-                             row.note + " (DESIGN.md; bench/train_vs_torch.py measures it "
-                                        "in the same run)"};
+                             row.note +
+                             " (docs/pytorch-figures.md; bench/train_vs_torch.py measures it in "
+                             "the same run)"};
   return std::nullopt;
 }
 

@@ -79,9 +79,9 @@ std::string train_key(const TrainConfig& c, std::string_view figure);
 std::string train_model_title(std::string_view model);
 std::string train_precision_title(std::string_view precision);
 
-// PyTorch on the same card model (DESIGN.md "Figures to beat": torchvision model, eager,
+// PyTorch on the same card model (docs/pytorch-figures.md "Training": torchvision model, eager,
 // channels_last + autocast for FP16/BF16, batch 256 unless stated), for the ratio the report
-// shows. Only for an H200 (device name contains "H200") and a configuration DESIGN.md lists.
+// shows. Only for an H200 (device name contains "H200") and a configuration listed there.
 struct TorchFigure {
   double images_per_s = 0;
   std::string source;

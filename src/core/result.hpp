@@ -94,7 +94,7 @@ struct Fact {
   std::string value;
 };
 
-// A row of the baseline checklist (DESIGN.md "The four questions").
+// A row of the baseline checklist (docs/thresholds.md "Checklist").
 struct ChecklistRow {
   std::string id;      // stable: gpu_util, cpu_util, data_loading, amp_accuracy, card_speed...
   std::string check;   // "GPU utilization during training"

@@ -1,5 +1,5 @@
 // diagnose/thresholds.cpp: the tables of thresholds.hpp. The figures behind each fraction were
-// measured on one H200 at its 700 W power cap (DESIGN.md "Figures to beat"); docs/thresholds.md
+// measured on one H200 at its 700 W power cap (docs/pytorch-figures.md); docs/thresholds.md
 // gives the arithmetic.
 #include "diagnose/thresholds.hpp"
 

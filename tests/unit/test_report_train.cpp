@@ -2,7 +2,7 @@
 // configuration (model, precision, batch, images/s, step time, memory, ratio to PyTorch,
 // status) -- against stored output in tests/fixtures/golden/, plus the rules behind it.
 // The run is built the way `gpubase train` builds it: bench::train_results() of each
-// measurement, then diagnose. Figures follow DESIGN.md's H200 PyTorch measurements.
+// measurement, then diagnose. Figures follow PyTorch's H200 figures (docs/pytorch-figures.md).
 // To accept a deliberate change: GPUBASE_UPDATE_GOLDEN=1 ./unit_tests --gtest_filter='TrainReport*'
 #include <gtest/gtest.h>
 

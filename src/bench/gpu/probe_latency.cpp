@@ -3,7 +3,7 @@
 // cost per kernel inside a replayed CUDA graph, and an event record + synchronize round trip.
 // All in microseconds, lower is better. The kernel is empty (<<<1, 1>>>), so every figure is
 // pure overhead. For comparison only (not a target): PyTorch on an H200 takes 6.9 us for a
-// tiny eager op and 0.83 us per kernel in a replayed graph (DESIGN.md).
+// tiny eager op and 0.83 us per kernel in a replayed graph (docs/pytorch-figures.md).
 //
 // Napkin math, full mode: launch_host 20 x 500 launches x ~2.5 us = 25 ms; launch_e2e
 // 1000 x ~10 us = 10 ms; graph capture + instantiate of 1000 nodes ~20 ms, 3 + 20 replays of
@@ -107,7 +107,8 @@ void probe_latency(const ProbeContext& ctx, ResultSink& sink) {
            return us;
          },
          {{"method", "host clock around one empty-kernel launch and cudaStreamSynchronize"},
-          {"pytorch_comparison_us", "6.9 (tiny eager op on an H200, DESIGN.md; not a target)"}});
+          {"pytorch_comparison_us",
+           "6.9 (tiny eager op on an H200, docs/pytorch-figures.md; not a target)"}});
 
   // Graph: capture, check what was captured, then time replays with events.
   {
@@ -143,7 +144,7 @@ void probe_latency(const ProbeContext& ctx, ResultSink& sink) {
               {"kernels_per_graph", std::to_string(kGraphKernels)},
               {"pytorch_comparison_us",
                "0.83 (per kernel in a replayed graph on an H200, "
-               "DESIGN.md; not a target)"}});
+               "docs/pytorch-figures.md; not a target)"}});
     }
   }
 
