@@ -9,7 +9,7 @@ ImageNet-like one). Both sides do RandomResizedCrop(224) + horizontal flip; torc
 ToTensor + Normalize on the CPU and pin_memory (gpubase normalizes on the GPU, in its data-wait
 measurement); images/s is counted from batches delivered after one warm-up batch.
 
-Targets (issue 4): >= 800 images/s per core and >= 3x torch per core on the CPU path;
+Targets: >= 800 images/s per core and >= 3x torch per core on the CPU path;
 >= 10,000 images/s on the 16-core H200 host.
 """
 import argparse

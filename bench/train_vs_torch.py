@@ -14,7 +14,7 @@ PyTorch per precision: FP32 with TF32 off in cuDNN and cuBLAS, TF32 with both on
 first, in its own process, so the two never share the GPU. --compile adds torch.compile (whole
 model, default mode unless given) as a third column; each compiled model adds about a minute.
 
-Targets (issue 5): ResNet-50 batch 256 FP32, TF32, FP16, BF16 >= 1.0x PyTorch eager;
+Targets: ResNet-50 batch 256 FP32, TF32, FP16, BF16 >= 1.0x PyTorch eager;
 MobileNetV2 batch 256 FP16 >= 1.0x. Stretch: ResNet-50 FP16/BF16 >= 1.0x torch.compile.
 Default set on an H200: about 1 minute for gpubase, 1-2 minutes for PyTorch.
 """
