@@ -25,6 +25,13 @@ from torch.utils.data import DataLoader
 from torchvision import transforms as T
 
 
+def shown(path):
+    """A path as the output shows it: relative to the working directory, or only its name when
+    it lies outside, so results carry no path of the machine they ran on."""
+    rel = os.path.relpath(path)
+    return os.path.basename(os.path.normpath(path)) if rel.startswith("..") else rel
+
+
 def torch_rate(data, workers, batch, seconds):
     tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
                     T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
@@ -66,7 +73,7 @@ def main():
     workers = [int(w) for w in args.workers.split(",")]
 
     ours, wait, why = gpubase_rates(args.gpubase, args.data, workers, args.batch, args.seconds)
-    out = {"data": args.data, "batch": args.batch, "points": [], "data_wait_share_pct": wait,
+    out = {"data": shown(args.data), "batch": args.batch, "points": [], "data_wait_share_pct": wait,
            "data_wait_skipped": why}
     for w in workers:
         theirs = torch_rate(args.data, w, args.batch, args.seconds)

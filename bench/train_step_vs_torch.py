@@ -20,7 +20,7 @@ Then, on the GPU host:
 which loads the same weights and batch into the engine's FP32 ResNet-50, runs one step and
 compares the loss (1e-4 relative) and every parameter's gradient norm (1e-3 relative).
 
-Usage: python3 bench/train_step_vs_torch.py --out /tmp/torch_step [--batch 16] [--seed 0]
+Usage: python3 bench/train_step_vs_torch.py --out out/torch-step [--batch 16] [--seed 0]
 """
 import argparse
 import os

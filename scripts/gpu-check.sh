@@ -13,16 +13,26 @@
 #           $GPUBASE_FASHION_MNIST or ../shared/data/fashion-mnist)
 # e.g. PARTS=tests,train bash scripts/gpu-check.sh out/. Leaves JSON results and logs in out-dir
 # (default $OUT or ./out). One part takes 1-5 minutes on an H200; the build about 3.
+# Results carry no path of this machine: the commands run from the source tree or a scratch
+# folder and name their datasets relative to it.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUTDIR=${1:-${OUT:-$ROOT/out}}
-BUILD=${BUILD:-$ROOT/build-gpu}
+OUTDIR=$(realpath -m "${1:-${OUT:-$ROOT/out}}")
+BUILD=$(realpath -m "${BUILD:-$ROOT/build-gpu}")
 PARTS=${PARTS:-tests,probe,loader,train,amp}
 mkdir -p "$OUTDIR"
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
+cd "$ROOT"
 status=0
 step() { echo; echo "== $* == ($(date +%T))"; }
 wanted() { [[ ",$PARTS," == *",$1,"* ]]; }
 has_torch() { command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null; }
+# 2,000 synthetic ImageNet-like JPEGs in the scratch folder, made once; used as "synth" from there.
+synth_set() {
+  [[ -d $SCRATCH/synth ]] || (cd "$SCRATCH" && "$GPUBASE" dataset synth --out synth --images 2000 \
+    --classes 20 -q)
+}
 
 step build
 "$ROOT/scripts/build.sh" "$BUILD" >"$OUTDIR/build.log" 2>&1 || { tail -50 "$OUTDIR/build.log"; exit 1; }
@@ -56,28 +66,28 @@ if wanted probe; then
   grep -c '"key": "probe\.' "$OUTDIR/interrupted.json" | sed 's/^/results kept: /'
 
   step "baseline --quick (saved under a scratch GPUBASE_HOME)"
-  GPUBASE_HOME=$(mktemp -d) "$GPUBASE" baseline --quick --quiet --no-color | tail -25
+  GPUBASE_HOME=$SCRATCH/baseline-home "$GPUBASE" baseline --quick --quiet --no-color | tail -25
   [[ ${PIPESTATUS[0]} -le 1 ]] || status=1
 
   if has_torch; then
     step "probe side by side with PyTorch"
-    python3 "$ROOT/bench/probe_vs_torch.py" --gpubase "$OUTDIR/probe.json" \
+    python3 bench/probe_vs_torch.py --gpubase "$OUTDIR/probe.json" \
       --out "$OUTDIR/bench-vs-torch.json" || status=1
   fi
 fi
 
 if wanted loader; then
   step "loader: CPU worker sweep and the data-wait share on the GPU, the nvJPEG path, the split"
-  GPUBASE_HOME=$(mktemp -d) "$GPUBASE" loader --decode both --seconds 3 --no-color --json \
-    -o "$OUTDIR/loader.json" || status=1
+  # GPUBASE_HOME relative to the scratch folder: the default set is gpubase-home/datasets/synth-512.
+  (cd "$SCRATCH" && GPUBASE_HOME=gpubase-home "$GPUBASE" loader --decode both --seconds 3 \
+    --no-color --json -o "$OUTDIR/loader.json") || status=1
   "$GPUBASE" report --no-color "$OUTDIR/loader.json" > "$OUTDIR/loader.txt"
   sed -n '/^Loader/,/^Baseline/p' "$OUTDIR/loader.txt"
   if has_torch; then
     step "loader side by side with the torch DataLoader (2,000 synthetic ImageNet-like JPEGs)"
-    synth=$(mktemp -d)/synth
-    "$GPUBASE" dataset synth --out "$synth" --images 2000 --classes 20 -q \
-      && python3 "$ROOT/bench/loader_vs_torch.py" --gpubase "$GPUBASE" --data "$synth" \
-           --workers "1,$(nproc)" --seconds 8 --out "$OUTDIR/loader-vs-torch.json" || status=1
+    synth_set && (cd "$SCRATCH" && python3 "$ROOT/bench/loader_vs_torch.py" --gpubase "$GPUBASE" \
+      --data synth --workers "1,$(nproc)" --seconds 8 --out "$OUTDIR/loader-vs-torch.json") \
+      || status=1
   fi
 fi
 
@@ -87,14 +97,13 @@ if wanted train; then
     --warmup 10 -q --no-color > "$OUTDIR/train-profile.txt" 2>&1 || status=1
   grep -A25 "GPU time per step" "$OUTDIR/train-profile.txt"
   step "train: fed by the loader (2,000 synthetic ImageNet-like JPEGs): the GPU's wait for data"
-  synth_train=$(mktemp -d)/synth
-  "$GPUBASE" dataset synth --out "$synth_train" --images 2000 --classes 20 -q \
-    && "$GPUBASE" train --data "$synth_train" --model resnet50,mobilenet_v2 --precision bf16 \
-         --steps 30 --warmup 10 --no-color --json -o "$OUTDIR/train-data.json" || status=1
+  synth_set && (cd "$SCRATCH" && "$GPUBASE" train --data synth --model resnet50,mobilenet_v2 \
+    --precision bf16 --steps 30 --warmup 10 --no-color --json -o "$OUTDIR/train-data.json") \
+    || status=1
   "$GPUBASE" report --no-color "$OUTDIR/train-data.json" | sed -n '/^Training/,/^Overall/p'
   if has_torch; then
     step "train: gpubase and PyTorch side by side"
-    python3 "$ROOT/bench/train_vs_torch.py" --gpubase "$GPUBASE" \
+    python3 bench/train_vs_torch.py --gpubase "$GPUBASE" \
       --out "$OUTDIR/train-vs-torch.json" || status=1
   fi
 fi
