@@ -10,7 +10,8 @@
 #           data), then bench/train_vs_torch.py: gpubase train and PyTorch, ResNet-50 x 4
 #           precisions and MobileNetV2 FP32/FP16/BF16 at batch 256, in one run
 #   amp     gpubase amp: the default study (4 precisions x 3 seeds on Fashion-MNIST, from
-#           $GPUBASE_FASHION_MNIST or ../shared/data/fashion-mnist)
+#           $GPUBASE_FASHION_MNIST, else Debian's dataset-fashion-mnist in
+#           /usr/share/datasets/fashion-mnist, else the copy make-deps.sh unpacked in .deps/)
 # e.g. PARTS=tests,train bash scripts/gpu-check.sh out/. Leaves JSON results and logs in out-dir
 # (default $OUT or ./out). One part takes 1-5 minutes on an H200; the build about 3.
 # Results carry no path of this machine: the commands run from the source tree or a scratch
@@ -110,6 +111,11 @@ fi
 
 if wanted amp; then
   step "amp: the default mixed-precision study"
+  # Without the system package, the copy make-deps.sh unpacked (named relative to the tree).
+  if [[ -z ${GPUBASE_FASHION_MNIST:-} && ! -d /usr/share/datasets/fashion-mnist &&
+        -d .deps/usr/share/datasets/fashion-mnist ]]; then
+    export GPUBASE_FASHION_MNIST=.deps/usr/share/datasets/fashion-mnist
+  fi
   TIMEFORMAT="amp wall %R s"
   time "$GPUBASE" amp --no-color --json -o "$OUTDIR/amp.json" || status=1
   "$GPUBASE" report --no-color "$OUTDIR/amp.json" > "$OUTDIR/amp.txt"

@@ -387,8 +387,8 @@ std::string default_fashion_mnist_dir() {
   std::vector<fs::path> candidates;
   if (const char* env = std::getenv("GPUBASE_FASHION_MNIST"); env && *env)
     candidates.emplace_back(env);
-  candidates.emplace_back("../shared/data/fashion-mnist");
-  candidates.emplace_back("data/fashion-mnist");
+  candidates.emplace_back("/usr/share/datasets/fashion-mnist");
+  candidates.emplace_back(".deps/usr/share/datasets/fashion-mnist");
   for (const fs::path& dir : candidates) {
     std::error_code ec;
     if (fs::exists(dir / "train-images-idx3-ubyte.gz", ec) ||
