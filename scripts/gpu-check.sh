@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh [out-dir]: the one script for a GPU host. Builds (Release, sm_90 unless
 # CUDA_ARCH is set), then runs the parts named in PARTS (default: all, in this order):
-#   tests   ctest -L gpu (every kernel and layer against its CPU reference)
+#   tests   ctest -L gpu (every kernel and layer against its CPU reference; with PyTorch, one
+#           ResNet-50 FP32 step against PyTorch's from bench/train_step_vs_torch.py)
 #   probe   gpubase probe (full and --quick), Ctrl-C keeps what was measured, baseline --quick,
 #           and the probe side by side with PyTorch
 #   loader  gpubase loader (CPU sweep + data-wait share, the nvJPEG path, the CPU/GPU split), the
@@ -24,11 +25,12 @@ PARTS=${PARTS:-tests,probe,loader,train,amp}
 mkdir -p "$OUTDIR"
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
-cd "$ROOT"
+cd "$ROOT" || exit 1
 status=0
 step() { echo; echo "== $* == ($(date +%T))"; }
 wanted() { [[ ",$PARTS," == *",$1,"* ]]; }
 has_torch() { command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null; }
+has_torchvision() { has_torch && python3 -c "import torchvision" 2>/dev/null; }
 # 2,000 synthetic ImageNet-like JPEGs in the scratch folder, made once; used as "synth" from there.
 synth_set() {
   [[ -d $SCRATCH/synth ]] || (cd "$SCRATCH" && "$GPUBASE" dataset synth --out synth --images 2000 \
@@ -42,8 +44,20 @@ GPUBASE=$BUILD/apps/gpubase/gpubase
 
 if wanted tests; then
   step "GPU tests"
+  # The engine's ResNet-50 step against PyTorch's (NnTorchStep) needs PyTorch's step on disk.
+  if has_torchvision; then
+    if python3 bench/train_step_vs_torch.py --out "$SCRATCH/torch-step" \
+         > "$OUTDIR/torch-step.log" 2>&1; then
+      export GPUBASE_TORCH_STEP_DIR=$SCRATCH/torch-step
+    else
+      echo "bench/train_step_vs_torch.py failed:"; tail -5 "$OUTDIR/torch-step.log"; status=1
+    fi
+  else
+    echo "no PyTorch + torchvision: NnTorchStep (one step against PyTorch's) is skipped"
+  fi
   ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 300 \
     --output-junit "$OUTDIR/gpu-tests.xml" > "$OUTDIR/gpu-tests.log" 2>&1 || status=1
+  unset GPUBASE_TORCH_STEP_DIR
   grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Exception|Timeout|Not Run" \
     "$OUTDIR/gpu-tests.log" | head -60
 fi
