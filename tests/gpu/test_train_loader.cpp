@@ -63,8 +63,8 @@ TEST_P(TrainFromLoader, ReportsImagesLossAndTheDataWaitShare) {
   ProbeOptions probe_options;
   probe_options.device = o.device;
   const ProbeContext ctx = probe_context(probe_options);
-  ResultSink sink;
-  const TrainMeasurement m = measure_train(configs[0], o, ctx, sink);
+  ResultSink progress;
+  const TrainMeasurement m = measure_train(configs[0], o, ctx, progress);
   ASSERT_TRUE(m.error.empty()) << m.error;
   ASSERT_EQ(m.step_ms.size(), 8u);
   ASSERT_EQ(m.gpu_step_ms.size(), m.step_ms.size());
@@ -78,15 +78,16 @@ TEST_P(TrainFromLoader, ReportsImagesLossAndTheDataWaitShare) {
     wall += m.step_ms[i];
   }
   const double expected_pct = 100.0 * (1.0 - busy / wall);
+  ResultSink sink;
+  for (Result& r : train_results(m)) sink.add(std::move(r));
 
-  const std::vector<Result> results = train_results(m);
-  const Result* ips = find_result(results, "train.mobilenet_v2.bf16.b16.images_per_s");
+  const Result* ips = find_result(sink.results(), "train.mobilenet_v2.bf16.b16.images_per_s");
   ASSERT_TRUE(ips && ips->value) << (ips ? ips->reason : "missing");
   EXPECT_GT(*ips->value, 0);
   ASSERT_TRUE(ips->find_param("data"));
   EXPECT_NE(ips->find_param("data")->find("2 workers"), std::string::npos);
   EXPECT_TRUE(std::isfinite(std::stod(*ips->find_param("final_loss"))));
-  const Result* wait = find_result(results, "train.mobilenet_v2.bf16.b16.data_wait_pct");
+  const Result* wait = find_result(sink.results(), "train.mobilenet_v2.bf16.b16.data_wait_pct");
   ASSERT_TRUE(wait && wait->value);
   // Unclamped: the formula itself, not a value forced into 0-100 (1e-6 points for rounding).
   EXPECT_NEAR(*wait->value, expected_pct, 1e-6)
