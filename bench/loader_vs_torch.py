@@ -9,7 +9,7 @@ ImageNet-like one). Both sides do RandomResizedCrop(224) + horizontal flip; torc
 ToTensor + Normalize on the CPU and pin_memory (gpubase normalizes on the GPU, in its data-wait
 measurement); images/s is counted from batches delivered after one warm-up batch.
 
-Targets (issue 4): >= 800 images/s per core and >= 3x torch per core on the CPU path;
+Targets: >= 800 images/s per core and >= 3x torch per core on the CPU path;
 >= 10,000 images/s on the 16-core H200 host.
 """
 import argparse
@@ -23,6 +23,13 @@ import torch
 import torchvision
 from torch.utils.data import DataLoader
 from torchvision import transforms as T
+
+
+def shown(path):
+    """A path as the output shows it: relative to the working directory, or only its name when
+    it lies outside, so results carry no path of the machine they ran on."""
+    rel = os.path.relpath(path)
+    return os.path.basename(os.path.normpath(path)) if rel.startswith("..") else rel
 
 
 def torch_rate(data, workers, batch, seconds):
@@ -66,7 +73,7 @@ def main():
     workers = [int(w) for w in args.workers.split(",")]
 
     ours, wait, why = gpubase_rates(args.gpubase, args.data, workers, args.batch, args.seconds)
-    out = {"data": args.data, "batch": args.batch, "points": [], "data_wait_share_pct": wait,
+    out = {"data": shown(args.data), "batch": args.batch, "points": [], "data_wait_share_pct": wait,
            "data_wait_skipped": why}
     for w in workers:
         theirs = torch_rate(args.data, w, args.batch, args.seconds)

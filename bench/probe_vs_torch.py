@@ -5,7 +5,7 @@ measured on the same GPU in the same run, and the ratio gpubase / PyTorch.
 Usage: python3 bench/probe_vs_torch.py --gpubase probe.json [--out bench.json]
 (run gpubase probe --json -o probe.json first; scripts/gpu-check.sh does both).
 
-Targets (issue: probe): GEMM 8192^3 >= 1.0x PyTorch per precision; copy >= 1.0x torch copy_;
+Targets: GEMM 8192^3 >= 1.0x PyTorch per precision; copy >= 1.0x torch copy_;
 read-only >= 4.4 TB/s; pinned H2D and D2H >= 55 GB/s.
 """
 import argparse

@@ -17,10 +17,11 @@ TF32 disabled everywhere, and writes to OUT/:
 
 Then, on the GPU host:
   GPUBASE_TORCH_STEP_DIR=OUT build/tests/gpu_tests --gtest_filter='NnTorchStep.*'
+(scripts/gpu-check.sh does both before its GPU tests when PyTorch and torchvision are there.)
 which loads the same weights and batch into the engine's FP32 ResNet-50, runs one step and
 compares the loss (1e-4 relative) and every parameter's gradient norm (1e-3 relative).
 
-Usage: python3 bench/train_step_vs_torch.py --out /tmp/torch_step [--batch 16] [--seed 0]
+Usage: python3 bench/train_step_vs_torch.py --out out/torch-step [--batch 16] [--seed 0]
 """
 import argparse
 import os

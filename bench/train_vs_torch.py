@@ -14,13 +14,14 @@ PyTorch per precision: FP32 with TF32 off in cuDNN and cuBLAS, TF32 with both on
 first, in its own process, so the two never share the GPU. --compile adds torch.compile (whole
 model, default mode unless given) as a third column; each compiled model adds about a minute.
 
-Targets (issue 5): ResNet-50 batch 256 FP32, TF32, FP16, BF16 >= 1.0x PyTorch eager;
+Targets: ResNet-50 batch 256 FP32, TF32, FP16, BF16 >= 1.0x PyTorch eager;
 MobileNetV2 batch 256 FP16 >= 1.0x. Stretch: ResNet-50 FP16/BF16 >= 1.0x torch.compile.
 Default set on an H200: about 1 minute for gpubase, 1-2 minutes for PyTorch.
 """
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -29,6 +30,13 @@ DEFAULT_CONFIGS = ["resnet50:fp32,tf32,fp16,bf16", "mobilenet_v2:fp32,fp16,bf16"
 TORCH_MODELS = {"resnet50", "mobilenet_v2"}  # small_resnet has no torchvision twin
 TARGETS = {("resnet50", p): 1.0 for p in ("fp32", "tf32", "fp16", "bf16")}
 TARGETS[("mobilenet_v2", "fp16")] = 1.0
+
+
+def shown(path):
+    """A path as the output shows it: relative to the working directory, or only its name when
+    it lies outside, so results carry no path of the machine they ran on."""
+    rel = os.path.relpath(path)
+    return os.path.basename(os.path.normpath(path)) if rel.startswith("..") else rel
 
 
 def parse_configs(items):
@@ -47,7 +55,7 @@ def gpubase_rates(exe, configs, batch, steps, warmup, graph):
                "--batch", str(batch), "--steps", str(steps), "--warmup", str(warmup), "--json"]
         if not graph:
             cmd.append("--no-graph")
-        print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
+        print("$ " + " ".join([shown(exe)] + cmd[1:]), file=sys.stderr, flush=True)
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, check=False)
         if proc.returncode not in (0, 1):  # 1: a configuration failed; its reason is in the run
             sys.exit(f"gpubase train exited {proc.returncode}")
@@ -111,7 +119,7 @@ def torch_rate(model_name, precision, batch, steps, warmup, compile_mode=None):
     events[-1].synchronize()
     ms = sorted(events[i].elapsed_time(events[i + 1]) for i in range(steps))
     median = (ms[(steps - 1) // 2] + ms[steps // 2]) / 2
-    final_loss = float(loss)
+    final_loss = float(loss.detach())
     del model, opt, forward, x, y
     torch.cuda.empty_cache()
     if not math.isfinite(final_loss):

@@ -9,15 +9,17 @@
 #   3. Ctrl-C (SIGINT to gpubase): the job is stopped, the report still written, exit 130;
 #   4. the sampler's overhead at 1 s and 100 ms intervals while a training job runs: gpubase's
 #      utime+stime from /proc/<pid>/stat over 25 s, and its own figure (watch.sampler.cpu.pct).
-# Everything lands in OUT (default out/watch-check).
+# Everything lands in OUT (default out/watch-check). The watched jobs run from a scratch folder
+# that links bench/, so the reports name the job, its series and its capture by relative paths.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=${1:-$ROOT/out/watch-check}
+OUT=$(realpath -m "${1:-$ROOT/out/watch-check}")
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
-BUILD=${BUILD:-$ROOT/build}
-GB=$BUILD/apps/gpubase/gpubase
 cd "$ROOT"
+BUILD=$(realpath -m "${BUILD:-build}")
+GB=$BUILD/apps/gpubase/gpubase
+ln -s "$ROOT/bench" "$WORK/bench"
 
 echo "== build"
 start=$(date +%s)
@@ -37,9 +39,9 @@ run_case() {
   nvidia-smi dmon -s u -d 1 -o DT > "$WORK/dmon-$name.txt" 2>&1 &
   local dmon=$!
   sleep 2
-  "$GB" watch --view line --no-save --series "$WORK/$name.jsonl" --capture "$WORK/cap-$name" \
-    --json -o "$WORK/$name.json" -- python3 bench/watch_job.py "$@" \
-    > "$WORK/$name.job.txt" 2> "$WORK/$name.live.txt"
+  (cd "$WORK" && "$GB" watch --view line --no-save --series "$name.jsonl" --capture "cap-$name" \
+    --json -o "$name.json" -- python3 bench/watch_job.py "$@" \
+    > "$name.job.txt" 2> "$name.live.txt")
   echo "$name: gpubase exit $?"
   sleep 2
   kill "$dmon" 2>/dev/null; wait "$dmon" 2>/dev/null

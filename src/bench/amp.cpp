@@ -217,7 +217,8 @@ void add_amp_results(const std::vector<AmpRunRecord>& records, const AmpOptions&
       Result s = Result::measured("amp.seed_spread.points",
                                   "FP32 test accuracy, standard deviation over seeds", "points",
                                   {stddev(acc)}, false);
-      s.reference("target", kAmpMaxSeedSpreadPoints, "issue: resolve a 1-point loss");
+      s.reference("target", kAmpMaxSeedSpreadPoints,
+                  "the study must resolve a 1-point accuracy loss");
       s.status = stddev(acc) <= kAmpMaxSeedSpreadPoints ? Status::pass : Status::warn;
       s.reason = "FP32 accuracy over " + std::to_string(acc.size()) + " seeds: std " +
                  fmt1(stddev(acc)) + " points";
@@ -386,8 +387,8 @@ std::string default_fashion_mnist_dir() {
   std::vector<fs::path> candidates;
   if (const char* env = std::getenv("GPUBASE_FASHION_MNIST"); env && *env)
     candidates.emplace_back(env);
-  candidates.emplace_back("../shared/data/fashion-mnist");
-  candidates.emplace_back("data/fashion-mnist");
+  candidates.emplace_back("/usr/share/datasets/fashion-mnist");
+  candidates.emplace_back(".deps/usr/share/datasets/fashion-mnist");
   for (const fs::path& dir : candidates) {
     std::error_code ec;
     if (fs::exists(dir / "train-images-idx3-ubyte.gz", ec) ||

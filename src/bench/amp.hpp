@@ -117,8 +117,9 @@ std::span<const SectionRule> amp_section_rules();
 AmpOutcome run_amp_speed(const AmpOptions& options, ResultSink& sink);
 
 // Where Fashion-MNIST is looked for when --data is not given: $GPUBASE_FASHION_MNIST, then
-// ../shared/data/fashion-mnist and data/fashion-mnist under the working directory. Empty when
-// none holds the training images.
+// /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist), then the copy
+// scripts/make-deps.sh unpacks into .deps/ under the working directory. Empty when none holds
+// the training images.
 std::string default_fashion_mnist_dir();
 
 }  // namespace gb::bench

@@ -9,9 +9,9 @@
 // augment ms per image, worker idle share, bad samples, CPU busy per usable core (/proc/stat
 // before and after) and context switches/s.
 //
-// Napkin math (docs/decode.md): a 500x375 JPEG decodes its crop region in ~0.6 ms and resizes in
-// ~0.6 ms, so one core should reach ~800 images/s -- the per-core target -- and N cores
-// N times that until memory bandwidth or the consumer thread gets in the way.
+// Napkin math (docs/datasets.md "Decode and augment"): a 500x375 JPEG decodes its crop region in
+// ~0.6 ms and resizes in ~0.6 ms, so one core should reach ~800 images/s (the per-core target)
+// and N cores N times that until memory bandwidth or the consumer thread gets in the way.
 //
 // Results go through a ResultSink (keys: docs/results.md "loader.*"). Ctrl-C ends the sweep: the
 // point in progress is dropped, the points measured are summarised and reported.
@@ -40,7 +40,7 @@
 
 namespace gb::bench {
 
-// The target for the CPU path, images/s per core on the synthetic ImageNet-like set.
+// The CPU path's target, images/s per core on the synthetic ImageNet-like set.
 inline constexpr double kLoaderTargetPerCoreImagesPerS = 800;
 // The knee: the smallest worker count within this share of the best rate.
 inline constexpr double kLoaderKneeShare = 0.97;

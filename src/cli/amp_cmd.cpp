@@ -21,7 +21,7 @@ std::shared_ptr<AmpCli> add_amp_command(CLI::App& app, CLI::App*& cmd) {
                            "and test accuracy over seeds on a real dataset");
   cmd->add_option("--data", cli->bench.data,
                   "IDX folder with train-* and t10k-* files (default: Fashion-MNIST from "
-                  "$GPUBASE_FASHION_MNIST or ../shared/data/fashion-mnist)");
+                  "$GPUBASE_FASHION_MNIST, else /usr/share/datasets/fashion-mnist)");
   cmd->add_option("--model", cli->bench.model, "small_resnet (28x28 inputs)")
       ->capture_default_str();
   cmd->add_option("--precision", cli->bench.precisions,

@@ -1,5 +1,5 @@
 // diagnose/diagnose.hpp: turns results and their telemetry into verdicts, advice and the
-// baseline checklist (DESIGN.md "The four questions"). Pure functions of the Run: no GPU, no
+// baseline checklist (docs/thresholds.md "Checklist"). Pure functions of the Run: no GPU, no
 // I/O. Thresholds and their justification: diagnose/thresholds.hpp, docs/thresholds.md.
 //
 //   diagnose::apply_verdicts(run);                      // pass/warn/fail/invalid + evidence

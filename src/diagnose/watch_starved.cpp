@@ -5,8 +5,9 @@
 // rule reads only measured figures; watch.cpp decides which run together.
 //
 // Napkin math for the worker count: one DataLoader worker decodes and augments 205-270
-// ImageNet JPEGs/s (DESIGN.md); an H200 trains ResNet-50 at ~5800 img/s in AMP, so it needs
-// ~20+ busy cores. Half the cores is where `gpubase loader`'s sweep starts, not its answer.
+// ImageNet JPEGs/s (docs/pytorch-figures.md); an H200 trains ResNet-50 at ~5800 img/s in
+// AMP, so it needs ~20+ busy cores. Half the cores is where `gpubase loader`'s sweep starts,
+// not its answer.
 #include <algorithm>
 #include <cmath>
 #include <string>

@@ -1,7 +1,8 @@
 // tests/gpu/test_loader_split.cpp: the CPU/GPU split end to end on a small synthetic JPEG set
 // (`gpubase loader --decode both`): the run's own checks pass before timing (CPU-decoded samples
 // reach the tensor unchanged, nvJPEG's within PSNR 30 dB of the CPU path), the measured share
-// of nvJPEG samples follows the asked one, and the balanced default picks a share in (0, 1].
+// of nvJPEG samples follows the asked one, and the balanced default asks for R_gpu / (R_gpu +
+// R_cpu) of the two rates the same run measured.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "bench/loader.hpp"
+#include "core/stats.hpp"
 #include "data/open.hpp"
 #include "data/synth.hpp"
 #include "gpu/nvjpeg.hpp"
@@ -86,13 +88,33 @@ TEST_F(LoaderSplitGpu, AskedShareIsMeasuredAndTheChecksPass) {
   EXPECT_GT(std::stod(*r->text_param("gpu_decoded")), 0);
 }
 
-TEST_F(LoaderSplitGpu, BalancedDefaultSendsAShareOfTheSamplesToTheGpu) {
+TEST_F(LoaderSplitGpu, BalancedDefaultAsksForTheGpuRateOverBothRates) {
   ResultSink sink;
   ASSERT_NO_THROW(run_loader_bench(*dataset, options(0), sink));
+  // The rates the split is balanced on: the nvJPEG path's median batch rate and the CPU sweep's
+  // best point, both measured just before it in this run.
+  const Result* gpu = find_result(sink.results(), "loader.gpu_decode.images_per_s");
+  const Result* cpu = find_result(sink.results(), "loader.cpu.best.images_per_s");
+  ASSERT_TRUE(gpu && !gpu->samples.empty()) << (gpu ? gpu->reason : "no GPU decode result");
+  ASSERT_TRUE(cpu && !cpu->samples.empty()) << (cpu ? cpu->reason : "no CPU sweep result");
+  const double r_gpu = quantile(gpu->samples, 0.5);
+  const double r_cpu = quantile(cpu->samples, 0.5);
+  const double expected = r_gpu / (r_gpu + r_cpu);
+  // Outside 5-100 % the share is clamped (the CPU tests cover that); here the formula must be
+  // what the run asked for.
+  ASSERT_GT(expected, 0.05) << "GPU " << r_gpu << " vs CPU " << r_cpu << " images/s";
+  ASSERT_LT(expected, 1.0) << "GPU " << r_gpu << " vs CPU " << r_cpu << " images/s";
+  const Result* r = find_result(sink.results(), "loader.split.images_per_s");
+  ASSERT_NE(r, nullptr);
+  ASSERT_NE(r->status, Status::skipped) << r->reason;
+  ASSERT_TRUE(r->text_param("gpu_share_asked_pct"));
+  // The param is printed with one decimal.
+  EXPECT_NEAR(std::stod(*r->text_param("gpu_share_asked_pct")), 100 * expected, 0.05 + 1e-9)
+      << "GPU " << r_gpu << " vs CPU " << r_cpu << " images/s";
+  // The measured share follows the asked one (48 samples, reshuffled every epoch).
   const Result* share = find_result(sink.results(), "loader.split.gpu_share.pct");
   ASSERT_TRUE(share && share->value);
-  EXPECT_GT(*share->value, 0);
-  EXPECT_LE(*share->value, 100);
+  EXPECT_NEAR(*share->value, 100 * expected, 20);
 }
 
 }  // namespace

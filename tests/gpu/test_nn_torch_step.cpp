@@ -1,6 +1,7 @@
 // tests/gpu/test_nn_torch_step.cpp: one FP32 ResNet-50 training step of the engine against
 // PyTorch's, from the same weights and batch. Skipped unless GPUBASE_TORCH_STEP_DIR names a
-// folder written by bench/train_step_vs_torch.py (see that script for the file formats).
+// folder written by bench/train_step_vs_torch.py (see that script for the file formats);
+// scripts/gpu-check.sh writes one and sets it where PyTorch and torchvision are installed.
 // Weight mapping: by name; the engine names every parameter as torchvision's
 // named_parameters() does ("conv1.weight", "layer1.0.bn1.bias", "layer1.0.downsample.0.weight",
 // "fc.weight", ...) and stores conv weights KCRS in FP32 NCHW, PyTorch's layout, so each file

@@ -268,5 +268,16 @@ TEST(AmpData, DefaultDirectoryComesFromTheEnvironmentFirst) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(AmpData, DefaultDirectoryIsDebiansPackageWithoutTheEnvironment) {
+  const std::filesystem::path debian = "/usr/share/datasets/fashion-mnist";
+  if (!std::filesystem::exists(debian / "train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "no " << debian << ": install Debian's dataset-fashion-mnist";
+  const char* env = std::getenv("GPUBASE_FASHION_MNIST");
+  const std::string saved = env ? env : "";
+  ::unsetenv("GPUBASE_FASHION_MNIST");
+  EXPECT_EQ(default_fashion_mnist_dir(), debian.string());
+  if (env) ::setenv("GPUBASE_FASHION_MNIST", saved.c_str(), 1);
+}
+
 }  // namespace
 }  // namespace gb::bench

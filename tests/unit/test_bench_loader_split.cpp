@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/loader.hpp"
@@ -55,12 +56,33 @@ TEST(LoaderSplit, TheRuleDependsOnTheIndexOnly) {
   }
 }
 
-TEST(LoaderSplit, BalancedShareKeepsBothPathsBusy) {
-  // nvJPEG at 20,000 and 16 CPU workers at 8,000 images/s: 5/7 to the GPU, 28,000 together.
-  EXPECT_NEAR(balanced_gpu_share(20000, 8000), 20000.0 / 28000, 1e-12);
-  EXPECT_DOUBLE_EQ(balanced_gpu_share(20000, 0), 1.0);
+TEST(LoaderSplit, BalancedShareIsGpuRateOverBothRates) {
+  // R_gpu / (R_gpu + R_cpu) keeps both paths busy; inputs whose share lies inside the 5-100 %
+  // clamp, so each value is the formula's own. nvJPEG at 20,000 and 16 CPU workers at 8,000
+  // images/s: 5/7 to the GPU, 28,000 together.
+  const std::vector<std::pair<double, double>> rates = {
+      {20000, 8000}, {8000, 20000}, {1000, 1000}, {600, 9400}, {23253, 7459}, {99, 1}};
+  for (const auto& [gpu, cpu] : rates) {
+    const double share = gpu / (gpu + cpu);
+    ASSERT_GT(share, 0.05) << gpu << " " << cpu;  // inside the clamp
+    ASSERT_LT(share, 1.0) << gpu << " " << cpu;
+    EXPECT_DOUBLE_EQ(balanced_gpu_share(gpu, cpu), share) << gpu << " vs " << cpu;
+  }
+  EXPECT_DOUBLE_EQ(balanced_gpu_share(20000, 8000), 5.0 / 7.0);
+  EXPECT_DOUBLE_EQ(balanced_gpu_share(1000, 1000), 0.5);
+}
+
+TEST(LoaderSplit, BalancedShareIsClampedToFiveToHundredPercent) {
+  // Below 5 %: at least a trickle to the GPU, so the split still measures both paths.
+  ASSERT_LT(100 / (100 + 1e9), 0.05);
+  EXPECT_DOUBLE_EQ(balanced_gpu_share(100, 1e9), 0.05);
+  ASSERT_LT(400.0 / (400 + 9600), 0.05);
+  EXPECT_DOUBLE_EQ(balanced_gpu_share(400, 9600), 0.05);
+  // A path that measured nothing: no GPU rate sends the minimum, no CPU rate everything.
   EXPECT_DOUBLE_EQ(balanced_gpu_share(0, 8000), 0.05);
-  EXPECT_DOUBLE_EQ(balanced_gpu_share(100, 1e9), 0.05);  // at least a trickle to the GPU
+  EXPECT_DOUBLE_EQ(balanced_gpu_share(-1, 8000), 0.05);
+  EXPECT_DOUBLE_EQ(balanced_gpu_share(20000, 0), 1.0);
+  EXPECT_DOUBLE_EQ(balanced_gpu_share(20000, -1), 1.0);
 }
 
 TEST(LoaderSplit, ResultsOfARunAndOfOneThatCouldNotRun) {

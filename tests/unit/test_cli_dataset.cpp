@@ -1,7 +1,7 @@
 // tests/unit/test_cli_dataset.cpp: `gpubase dataset` end to end, through the same parse-and-run
 // path as the binary (cli::run_dataset_args), on a 12-image, 3-class synthetic set made once in
 // a temporary directory: synth, info, pack, verify (and a corrupted pack), export round trips,
-// refusals to overwrite, Ctrl-C during pack and export, and IDX info on the shared
+// refusals to overwrite, Ctrl-C during pack and export, and IDX info on Debian's
 // Fashion-MNIST files.
 #include <gtest/gtest.h>
 
@@ -292,12 +292,12 @@ TEST_F(DatasetCommand, InterruptedExportRemovesTheDirectoryItCreated) {
 class DatasetCommandIdx : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!data::gzip_supported()) GTEST_SKIP() << "built without zlib: the shared files are .gz";
+    if (!data::gzip_supported()) GTEST_SKIP() << "built without zlib: the Fashion-MNIST files are .gz";
     if (!fs::exists(fashion() / "t10k-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "no Fashion-MNIST at " << fashion();
+      GTEST_SKIP() << test::no_fashion_mnist(fashion());
     }
   }
-  static fs::path fashion() { return test::shared_data_dir() / "fashion-mnist"; }
+  static fs::path fashion() { return test::fashion_mnist_dir(); }
 };
 
 TEST_F(DatasetCommandIdx, InfoShowsRawShapeOfFashionMnist) {

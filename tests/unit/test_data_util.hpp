@@ -1,6 +1,8 @@
 // tests/unit/test_data_util.hpp: helpers for the dataset tests: a temporary directory removed at
-// the end of the test, small real JPEGs (TurboJPEG), file writes, and where the shared
-// Fashion-MNIST files are (../shared/data from the project root; GPUBASE_SHARED_DATA overrides).
+// the end of the test, small real JPEGs (TurboJPEG), file writes, and where the Fashion-MNIST
+// files are: $GPUBASE_FASHION_MNIST, else Debian's dataset-fashion-mnist package
+// (/usr/share/datasets/fashion-mnist, installed by scripts/install-deps.sh), else the copy
+// scripts/make-deps.sh unpacks into the tree's .deps/.
 #pragma once
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -57,9 +59,20 @@ inline std::vector<std::uint8_t> small_jpeg(int w, int h, unsigned seed) {
   return out;
 }
 
-inline std::filesystem::path shared_data_dir() {
-  if (const char* env = std::getenv("GPUBASE_SHARED_DATA")) return env;
-  return std::filesystem::path(GPUBASE_FIXTURES_DIR) / ".." / ".." / ".." / "shared" / "data";
+inline std::filesystem::path fashion_mnist_dir() {
+  if (const char* env = std::getenv("GPUBASE_FASHION_MNIST"); env && *env) return env;
+  const std::filesystem::path system = "/usr/share/datasets/fashion-mnist";
+  const std::filesystem::path deps = std::filesystem::path(GPUBASE_FIXTURES_DIR) / ".." / ".." /
+                                     ".deps" / "usr" / "share" / "datasets" / "fashion-mnist";
+  std::error_code ec;
+  return !std::filesystem::exists(system, ec) && std::filesystem::exists(deps, ec) ? deps : system;
+}
+
+// Why a Fashion-MNIST test is skipped: the files are not there.
+inline std::string no_fashion_mnist(const std::filesystem::path& dir) {
+  return "no Fashion-MNIST at " + dir.string() +
+         ": install Debian's dataset-fashion-mnist (scripts/install-deps.sh) or set "
+         "GPUBASE_FASHION_MNIST";
 }
 
 // A small deterministic source for tests (SplitMix64); the loader uses its Philox generator.

@@ -1,5 +1,6 @@
 // tests/unit/test_diagnose_checklist.cpp: the baseline checklist. "card speed" rolls up the probe
-// verdicts; the four questions of DESIGN.md name the command that measures them until it has.
+// verdicts; the four questions (docs/thresholds.md "Checklist") name the command that measures
+// them until it has.
 #include <gtest/gtest.h>
 
 #include <string>

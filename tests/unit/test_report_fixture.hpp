@@ -1,7 +1,7 @@
 // tests/unit/test_report_fixture.hpp: realistic runs for the printer and diagnose tests, built
 // the way `gpubase probe` builds them (info results with samples, datasheet references and
 // telemetry; environment facts as bench/gpu/environment.cpp writes them), then judged by
-// diagnose. Figures follow DESIGN.md's H200 measurements.
+// diagnose. Figures follow the H200 measurements of docs/pytorch-figures.md.
 //   h200_degraded_link_run(): healthy GEMMs and HBM, one GEMM under a thermal slowdown, BF16 at
 //                             the power cap, and a PCIe link that trained to Gen3 x8.
 //   a100_run():               an older card: FP8 skipped, a slow D2H (warn), slow graph launches.

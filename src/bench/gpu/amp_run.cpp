@@ -126,8 +126,9 @@ AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
   if (dir.empty())
     throw Error(ErrorKind::usage,
                 "no dataset: Fashion-MNIST was not found in $GPUBASE_FASHION_MNIST, "
-                "../shared/data/fashion-mnist or data/fashion-mnist; pass --data DIR (an IDX "
-                "folder with train-* and t10k-* files)");
+                "/usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist) or "
+                ".deps/usr/share/datasets/fashion-mnist; pass --data DIR (an IDX folder with "
+                "train-* and t10k-* files)");
   const auto train_set = data::open_idx_split(dir, "train");
   const auto test_set = data::open_idx_split(dir, "t10k");
   const auto model = nn::parse_model(options.model);

@@ -21,7 +21,7 @@
 //   110 KB from the page cache (~20 us), a header parse (~5 us) and a 110 KB copy (~10 us): ~35
 //   us, so ~30,000 images/s per reader thread before the consumer's nvJPEG host stage.
 // The decode itself is the bound: torchvision's batched nvJPEG decode alone ran ~21,000
-// images/s of 500x375 JPEGs on an H200 (DESIGN.md); see bench/NOTES.md "d3".
+// images/s of 500x375 JPEGs on an H200 (docs/pytorch-figures.md); see bench/NOTES.md "d3".
 #include <sys/resource.h>
 
 #include <algorithm>
