@@ -11,11 +11,15 @@
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "data/decode.hpp"
+#include "pipeline/process.hpp"
+#include "pipeline/split.hpp"
 #include "sys/cpu_info.hpp"
 #include "sys/host_membw.hpp"
 #include "sys/procfs.hpp"
 
 namespace gb::bench {
+
+using pipeline::DecodeMode;
 
 namespace {
 
@@ -37,11 +41,6 @@ std::string fixed(double v, int decimals) {
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
-
-struct JpegWorker {
-  data::JpegDecoder decoder;
-  data::DecodeScratch scratch;
-};
 
 // Busiest and mean busy share of the usable cores between two /proc/stat samples.
 void add_cpu_usage(const sys::CpuTimes& before, const sys::CpuTimes& after, double interval_s,
@@ -71,10 +70,10 @@ void add_bad(const data::LoaderStats& s, LoaderPoint& p) {
 std::optional<LoaderPoint> measure_point(const data::Dataset& dataset, const LoaderBenchOptions& o,
                                          unsigned workers) {
   data::Loader loader(dataset, loader_options(o, workers),
-                      jpeg_train_process(workers, o.image_size));
+                      pipeline::jpeg_train_process(workers, o.image_size));
   std::uint32_t epoch = 0;
   loader.start_epoch(epoch);
-  auto take = [&] { return next_batch(loader, epoch); };
+  auto take = [&] { return pipeline::next_batch(loader, epoch); };
 
   LoaderPoint p;
   p.workers = workers;
@@ -161,30 +160,26 @@ Result stage_result(const std::string& stage, double ms, const LoaderPoint& best
 
 }  // namespace
 
+pipeline::PipelineOptions pipeline_options(const LoaderBenchOptions& o,
+                                           pipeline::DecodeMode decode, unsigned workers) {
+  pipeline::PipelineOptions p;
+  p.batch = o.batch_size;
+  p.image_size = o.image_size;
+  p.layout = data::TensorLayout::nchw;
+  p.dtype = data::TensorType::bf16;
+  p.decode = decode;
+  p.workers = workers;
+  p.prefetch = o.prefetch_depth;
+  p.seed = o.seed;
+  p.strict = o.strict;
+  p.nvjpeg_backend = o.nvjpeg_backend;
+  p.max_jpeg_bytes = o.gpu_max_jpeg_bytes;
+  return p;
+}
+
 data::LoaderOptions loader_options(const LoaderBenchOptions& o, unsigned workers) {
-  data::LoaderOptions lo;
-  lo.sampling.batch_size = o.batch_size;
-  lo.sampling.seed = o.seed;
-  lo.sample_bytes = static_cast<std::size_t>(o.image_size) * o.image_size * 3;
-  lo.workers = workers;
-  lo.prefetch_depth = o.prefetch_depth;
-  lo.strict = o.strict;
-  return lo;
-}
-
-std::optional<data::Batch> next_batch(data::Loader& loader, std::uint32_t& epoch) {
-  for (;;) {
-    if (auto b = loader.next()) return b;
-    if (cancel_requested()) return std::nullopt;
-    loader.start_epoch(++epoch);
-  }
-}
-
-std::optional<LoaderDecode> parse_loader_decode(std::string_view text) {
-  if (text == "cpu") return LoaderDecode::cpu;
-  if (text == "gpu") return LoaderDecode::gpu;
-  if (text == "both") return LoaderDecode::both;
-  return std::nullopt;
+  return pipeline::cpu_loader_options(pipeline_options(o, pipeline::DecodeMode::cpu, workers),
+                                      workers);
 }
 
 std::vector<unsigned> default_worker_sweep(unsigned cores) {
@@ -192,28 +187,6 @@ std::vector<unsigned> default_worker_sweep(unsigned cores) {
   for (unsigned w = 1; w < cores; w *= 2) sweep.push_back(w);
   sweep.push_back(std::max(cores, 1u));
   return sweep;
-}
-
-data::ProcessFn jpeg_train_process(unsigned workers, int image_size) {
-  auto states = std::make_shared<std::vector<JpegWorker>>(workers);
-  data::AugmentOptions augment;
-  augment.out_w = image_size;
-  augment.out_h = image_size;
-  augment.layout = data::PixelLayout::hwc;
-  return [states, augment](const data::SampleView& sample, data::Philox& rng,
-                           std::span<std::uint8_t> dst) {
-    JpegWorker& w = (*states)[sample.worker];
-    try {
-      const data::DecodeAugmentResult r =
-          w.decoder.decode_augment(sample.bytes, rng, augment, dst.data(), w.scratch);
-      data::SampleResult out;
-      out.stage_s[0] = static_cast<double>(r.decode_ns) * 1e-9;
-      out.stage_s[1] = static_cast<double>(r.augment_ns) * 1e-9;
-      return out;
-    } catch (const data::DecodeError& e) {
-      return data::SampleResult::bad(e.what());
-    }
-  };
 }
 
 std::vector<Result> loader_results(const std::vector<LoaderPoint>& points) {
@@ -341,21 +314,6 @@ Result gpu_bad_samples_result(const std::string& key, const std::string& label,
   return bad;
 }
 }  // namespace
-
-bool split_to_gpu(std::size_t index, double gpu_share) {
-  if (gpu_share <= 0) return false;
-  if (gpu_share >= 1) return true;
-  // Fractional part of index * (golden ratio - 1), exactly: 2^64 / phi as a fixed-point step.
-  constexpr std::uint64_t kStep = 0x9E3779B97F4A7C15ull;
-  const std::uint64_t frac = static_cast<std::uint64_t>(index) * kStep;
-  return static_cast<double>(frac >> 11) * 0x1.0p-53 < gpu_share;
-}
-
-double balanced_gpu_share(double gpu_images_per_s, double cpu_images_per_s) {
-  if (!(gpu_images_per_s > 0)) return 0.05;
-  if (!(cpu_images_per_s > 0)) return 1;
-  return std::clamp(gpu_images_per_s / (gpu_images_per_s + cpu_images_per_s), 0.05, 1.0);
-}
 
 std::vector<Result> split_results(const std::optional<GpuDecodeMeasurement>& m,
                                   const std::string& why_not) {
@@ -559,7 +517,7 @@ void run_split(const data::Dataset& dataset, const LoaderBenchOptions& o, unsign
         gpu->batch_images_per_s.empty() ? 0 : quantile(gpu->batch_images_per_s, 0.5);
     DecodeSplit split;
     split.gpu_share =
-        o.gpu_share > 0 ? o.gpu_share : balanced_gpu_share(gpu_rate, best.images_per_s);
+        o.gpu_share > 0 ? o.gpu_share : pipeline::balanced_gpu_share(gpu_rate, best.images_per_s);
     split.workers = std::max(1u, cores > 1 ? cores - 1 : 1u);
     sink.progress("CPU/GPU split: " + fixed(100 * split.gpu_share, 0) + " % of the samples to " +
                   "nvJPEG (" + (o.gpu_share > 0 ? std::string("asked") :
@@ -621,8 +579,8 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
       {"loader.seconds_per_point", "seconds per sweep point", fixed(options.seconds_per_point, 1)});
 
   LoaderBenchOutcome outcome;
-  if (options.decode != LoaderDecode::gpu) run_cpu_sweep(dataset, options, sweep, sink, outcome);
-  if (options.decode != LoaderDecode::cpu && !outcome.interrupted) {
+  if (options.decode != DecodeMode::gpu) run_cpu_sweep(dataset, options, sweep, sink, outcome);
+  if (options.decode != DecodeMode::cpu && !outcome.interrupted) {
     sink.progress("GPU decode path: nvJPEG batches + resize-crop-normalize kernel");
     std::string why_not;
     const auto m = measure_gpu_decode(dataset, options, sink, why_not);
@@ -636,7 +594,7 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
       sink.progress("  skipped: " + why_not);
     }
     for (Result& r : gpu_decode_results(m, why_not)) sink.add(std::move(r));
-    if (options.decode == LoaderDecode::both && !outcome.interrupted)
+    if (options.decode == DecodeMode::both && !outcome.interrupted)
       run_split(dataset, options, cores, outcome, m, sink);
   }
   return outcome;

@@ -79,6 +79,22 @@ Result& config_params(Result& r, const TrainConfig& c) {
       .param("graph", c.cuda_graph ? "yes" : "no");
 }
 
+// What fed a loader-fed run: the decode mode, the split's share, nvJPEG's backend.
+Result& feed_params(Result& r, const TrainMeasurement& m) {
+  if (m.data_source.empty()) return r;
+  r.param("data", m.data_source);
+  if (!m.data_decode.empty()) r.param("decode", m.data_decode);
+  if (m.data_gpu_share) {
+    r.param("gpu_share_pct", fixed(100 * *m.data_gpu_share, 1));
+    if (!m.data_gpu_share_source.empty()) r.param("gpu_share_source", m.data_gpu_share_source);
+  }
+  if (!m.data_nvjpeg_backend.empty()) {
+    r.param("nvjpeg_backend", m.data_nvjpeg_backend);
+    r.param("decode_failures", std::to_string(m.data_decode_failures));
+  }
+  return r;
+}
+
 Result failed_result(const TrainMeasurement& m, const std::string& reason) {
   Result r = Result::skipped(train_key(m.config, "images_per_s"),
                              "training " + config_label(m.config), "images/s", "");
@@ -121,6 +137,14 @@ std::vector<TrainConfig> train_configs(const TrainBenchOptions& o) {
   const std::vector<std::string> precisions =
       select(o.precisions.empty() ? train_precisions() : o.precisions, train_precisions(),
              "precision", "--precision");
+  if (o.data.empty() && (o.data_decode != pipeline::DecodeMode::cpu || o.data_gpu_share != 0))
+    throw Error(ErrorKind::usage, "--decode and --gpu-share choose how --data is decoded: give "
+                                  "--data PATH (without it the input is a synthetic batch)");
+  if (!(o.data_gpu_share >= 0 && o.data_gpu_share <= 1))
+    throw Error(ErrorKind::usage, "--gpu-share: give the share of samples nvJPEG decodes, in "
+                                  "(0, 1], or 0 for the balanced share");
+  if (o.data_gpu_share != 0 && o.data_decode != pipeline::DecodeMode::both)
+    throw Error(ErrorKind::usage, "--gpu-share sets the CPU/GPU split: it needs --decode both");
   if (!o.data.empty()) {
     for (const std::string& m : models)
       if (m == "small_resnet")
@@ -238,6 +262,11 @@ std::optional<double> train_data_wait_pct(const TrainMeasurement& m) {
 
 std::vector<Result> train_results(const TrainMeasurement& m) {
   const TrainConfig& c = m.config;
+  if (!m.skipped_reason.empty()) {
+    std::vector<Result> skipped = train_skipped_results({c}, m.skipped_reason);
+    feed_params(skipped.front(), m);
+    return skipped;
+  }
   if (!m.error.empty()) return {failed_result(m, m.error)};
   if (m.final_loss && !std::isfinite(*m.final_loss))
     return {failed_result(m, non_finite_loss_reason(m, *m.final_loss))};
@@ -277,7 +306,7 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
   ips.telemetry = m.telemetry;
   const bool fed = !m.data_source.empty();
   if (fed) {
-    ips.param("data", m.data_source);
+    feed_params(ips, m);
     ips.param("bad_samples", std::to_string(m.bad_samples));
   } else {
     // PyTorch's figures are on a synthetic batch too: no ratio for a loader-fed run.
@@ -315,17 +344,18 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
                                 /*higher_is_better=*/false);
     config_params(w, c);
     const double gpu_ms = quantile(m.gpu_step_ms, 0.5);
-    w.param("data", m.data_source)
-        .param("gpu_step_ms", fixed(gpu_ms, 2) + " median (the step alone)")
+    feed_params(w, m);
+    w.param("gpu_step_ms", fixed(gpu_ms, 2) + " median (the step alone)")
         .param("step_ms", fixed(median_ms, 2) + " median (step to step, waits included)")
         .param("method", "1 - sum of the steps' GPU time (events right around each step) / sum "
                          "of the step intervals (events between consecutive steps)");
     if (*wait >= 10) {
       w.status = Status::warn;
       w.reason = "the GPU waited for data " + fixed(*wait, 1) + " % of the time (target < 10 %)";
-      w.advice = "the loader cannot keep up with this model: more workers (--workers), the "
-                 "nvJPEG path or the CPU/GPU split (`gpubase loader --decode both`), a packed "
-                 "dataset on faster storage";
+      w.advice = "the input pipeline cannot keep up with this model: more workers "
+                 "(--workers), the nvJPEG path (--decode gpu) or the CPU/GPU split (--decode "
+                 "both; `gpubase loader --decode both` measures each), a packed dataset on "
+                 "faster storage";
     }
     out.push_back(std::move(w));
   }
@@ -358,13 +388,25 @@ std::string train_engine_missing_reason() {
 namespace {
 
 #ifdef GPUBASE_WITH_NN
+std::string train_data_text(const TrainBenchOptions& o) {
+  if (o.data.empty())
+    return "synthetic batch made once on the GPU (normal(0,1) images, random labels)";
+  switch (o.data_decode) {
+    case pipeline::DecodeMode::gpu:
+      return o.data + " through the input pipeline, nvJPEG (reader threads, batched nvJPEG "
+                      "decode, one resize-crop-flip-normalize kernel on the GPU)";
+    case pipeline::DecodeMode::both:
+      return o.data + " through the input pipeline, the CPU/GPU split (a share of the samples "
+                      "decoded by nvJPEG, the rest by CPU workers, in the same batches)";
+    case pipeline::DecodeMode::cpu:
+      break;
+  }
+  return o.data + " through the input pipeline, CPU decode (JPEG decode + RandomResizedCrop "
+                  "224 + flip on CPU workers, pinned slots, H2D and normalization on the GPU)";
+}
+
 void add_train_facts(const TrainBenchOptions& o, ResultSink& sink) {
-  sink.add_fact({"train.data", "training data",
-                 o.data.empty()
-                     ? "synthetic batch made once on the GPU (normal(0,1) images, random labels)"
-                     : o.data + " through the loader (JPEG decode + RandomResizedCrop 224 + flip "
-                                "on CPU workers, pinned slots, H2D and normalization on the "
-                                "GPU)"});
+  sink.add_fact({"train.data", "training data", train_data_text(o)});
   sink.add_fact({"train.steps", "steps per configuration",
                  std::to_string(o.warmup) + " warm-up + " + std::to_string(o.steps) + " timed"});
   sink.add_fact({"train.graph", "CUDA graph",

@@ -60,7 +60,7 @@ class LoaderSplitGpu : public ::testing::Test {
     o.workers = {2};
     o.prefetch_depth = 3;
     o.seconds_per_point = 0.5;
-    o.decode = LoaderDecode::both;
+    o.decode = pipeline::DecodeMode::both;
     o.gpu_share = share;
     return o;
   }

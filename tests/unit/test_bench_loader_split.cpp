@@ -1,8 +1,7 @@
-// test_bench_loader_split.cpp: the CPU/GPU split's rule and reporting: which samples go to
-// nvJPEG (a deterministic function of the dataset index that hits the asked share over the
-// whole set and within a few samples over any batch-sized window), the share that balances two
-// measured rates, the results of a split run and of one that could not run, the --gpu-share
-// bounds, and `--decode both` on a machine without a GPU reporting the split as skipped.
+// test_bench_loader_split.cpp: the CPU/GPU split's reporting in `gpubase loader`: the results
+// of a split run and of one that could not run, the --gpu-share bounds, and `--decode both` on a
+// machine without a GPU reporting the split as skipped. The split's rule and share:
+// test_pipeline_split.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,51 +16,6 @@
 
 namespace gb::bench {
 namespace {
-
-std::size_t sent(std::size_t from, std::size_t count, double share) {
-  std::size_t n = 0;
-  for (std::size_t i = from; i < from + count; ++i) n += split_to_gpu(i, share) ? 1 : 0;
-  return n;
-}
-
-TEST(LoaderSplit, NoShareSendsNothingAndAWholeShareSendsEverything) {
-  EXPECT_EQ(sent(0, 1000, 0), 0u);
-  EXPECT_EQ(sent(0, 1000, -1), 0u);
-  EXPECT_EQ(sent(0, 1000, 1), 1000u);
-  EXPECT_EQ(sent(0, 1000, 2), 1000u);
-}
-
-TEST(LoaderSplit, HitsTheShareOverTheSetAndWithinAFewSamplesPerBatchWindow) {
-  for (const double share : {0.05, 0.29, 0.5, 0.714, 0.95}) {
-    SCOPED_TRACE(share);
-    EXPECT_NEAR(static_cast<double>(sent(0, 100000, share)) / 100000, share, 1e-3);
-    // Any 256 consecutive indices (a shuffled batch draws from all over, this is the worst case
-    // of an unshuffled one): the golden-ratio sequence stays within a few samples of the share.
-    for (std::size_t from = 0; from < 20000; from += 997) {
-      const double got = static_cast<double>(sent(from, 256, share));
-      EXPECT_NEAR(got, 256 * share, 4.0) << "from " << from;
-    }
-  }
-}
-
-TEST(LoaderSplit, TheRuleDependsOnTheIndexOnly) {
-  for (std::size_t i = 0; i < 5000; i += 7)
-    EXPECT_EQ(split_to_gpu(i, 0.6), split_to_gpu(i, 0.6));
-  // A larger share sends a superset: raising it never takes a sample back from the GPU.
-  for (std::size_t i = 0; i < 5000; ++i) {
-    if (split_to_gpu(i, 0.3)) {
-      EXPECT_TRUE(split_to_gpu(i, 0.7)) << i;
-    }
-  }
-}
-
-TEST(LoaderSplit, BalancedShareKeepsBothPathsBusy) {
-  // nvJPEG at 20,000 and 16 CPU workers at 8,000 images/s: 5/7 to the GPU, 28,000 together.
-  EXPECT_NEAR(balanced_gpu_share(20000, 8000), 20000.0 / 28000, 1e-12);
-  EXPECT_DOUBLE_EQ(balanced_gpu_share(20000, 0), 1.0);
-  EXPECT_DOUBLE_EQ(balanced_gpu_share(0, 8000), 0.05);
-  EXPECT_DOUBLE_EQ(balanced_gpu_share(100, 1e9), 0.05);  // at least a trickle to the GPU
-}
 
 TEST(LoaderSplit, ResultsOfARunAndOfOneThatCouldNotRun) {
   GpuDecodeMeasurement m;
@@ -115,7 +69,7 @@ class LoaderSplitRun : public ::testing::Test {
     o.workers = {1};
     o.prefetch_depth = 2;
     o.seconds_per_point = 0.2;
-    o.decode = LoaderDecode::both;
+    o.decode = pipeline::DecodeMode::both;
     return o;
   }
   test::TempDir dir;

@@ -102,13 +102,6 @@ TEST(GpuDecodeResults, AMeasurementReportsRateStagesCoresAndBadSamples) {
   EXPECT_TRUE(bad);
 }
 
-TEST(LoaderDecodeOption, ParsesTheThreeModes) {
-  EXPECT_EQ(bench::parse_loader_decode("cpu"), bench::LoaderDecode::cpu);
-  EXPECT_EQ(bench::parse_loader_decode("gpu"), bench::LoaderDecode::gpu);
-  EXPECT_EQ(bench::parse_loader_decode("both"), bench::LoaderDecode::both);
-  EXPECT_FALSE(bench::parse_loader_decode("nvjpeg").has_value());
-}
-
 }  // namespace
 }  // namespace gb::gpu
 #endif  // GPUBASE_WITH_CUDA

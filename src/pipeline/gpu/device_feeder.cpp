@@ -1,11 +1,11 @@
-// bench/gpu/loader_device.cpp: pinned slots, H2D on a copy stream, normalization on the compute
+// pipeline/gpu/device_feeder.cpp: pinned slots, H2D on a copy stream, normalization on the compute
 // stream, slot release on copy completion.
-#include "bench/gpu/loader_device.hpp"
+#include "pipeline/gpu/device_feeder.hpp"
 
 #include "core/error.hpp"
 #include "gpu/check.hpp"
 
-namespace gb::bench {
+namespace gb::pipeline {
 
 DeviceFeeder::DeviceFeeder(const gpu::NormalizeShape& shape, gpu::ElementType out,
                            const float mean[4], const float stddev[4])
@@ -104,4 +104,4 @@ void DeviceFeeder::release_until(data::Loader& loader, std::size_t held) {
   }
 }
 
-}  // namespace gb::bench
+}  // namespace gb::pipeline
