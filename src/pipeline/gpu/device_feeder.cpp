@@ -24,7 +24,6 @@ DeviceFeeder::DeviceFeeder(const gpu::NormalizeShape& shape, gpu::ElementType ou
   for (int i = 0; i < 2; ++i) {
     staging_[i] = gpu::DeviceBuffer(input_bytes_);
     label_staging_[i] = gpu::DeviceBuffer(std::size_t(shape.n) * sizeof(std::int32_t));
-    tensors_[i] = gpu::DeviceBuffer(tensor_bytes_);
     consumed_[i] = gpu::Event::create(cudaEventDisableTiming);
   }
 }
@@ -65,6 +64,9 @@ int DeviceFeeder::stage(const data::Batch& b, cudaStream_t compute, bool with_la
 }
 
 const void* DeviceFeeder::submit(const data::Batch& b, cudaStream_t compute) {
+  // The two tensors of submit() are made on its first use (submit_into needs none).
+  if (!tensors_[0].data())
+    for (auto& t : tensors_) t = gpu::DeviceBuffer(tensor_bytes_);
   const int i = stage(b, compute, false);
   gpu::NormalizeShape s = shape_;
   s.n = static_cast<int>(b.size);

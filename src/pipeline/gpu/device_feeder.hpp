@@ -66,7 +66,7 @@ class DeviceFeeder {
   gpu::Stream copy_stream_;
   gpu::DeviceBuffer staging_[2];
   gpu::DeviceBuffer label_staging_[2];
-  gpu::DeviceBuffer tensors_[2];
+  gpu::DeviceBuffer tensors_[2];  // submit()'s, made on first use
   gpu::Event consumed_[2];  // normalization of the buffer's last batch finished reading it
   bool used_[2] = {false, false};
   int next_ = 0;
