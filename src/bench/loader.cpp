@@ -160,8 +160,8 @@ Result stage_result(const std::string& stage, double ms, const LoaderPoint& best
 
 }  // namespace
 
-pipeline::PipelineOptions pipeline_options(const LoaderBenchOptions& o,
-                                           pipeline::DecodeMode decode, unsigned workers) {
+pipeline::PipelineOptions pipeline_options(const LoaderBenchOptions& o, pipeline::DecodeMode decode,
+                                           unsigned workers) {
   pipeline::PipelineOptions p;
   p.batch = o.batch_size;
   p.image_size = o.image_size;

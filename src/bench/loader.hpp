@@ -136,10 +136,11 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
                                                      unsigned workers);
 Result data_wait_result(const std::optional<DataWaitMeasurement>& m, const std::string& why_not);
 
-// The GPU decode path's input pipeline, measured (bench/gpu/loader_nvjpeg.cpp). Per-batch stage times: host read
-// = CPU time the reader threads spent per batch (read + header + crop draw + copy into the
-// pinned slot, summed over threads); decode = GPU time of the nvJPEG calls (events) and the time
-// the calling thread was blocked in them; resize = the resize-crop-normalize kernel (events).
+// The GPU decode path's input pipeline, measured (bench/gpu/loader_nvjpeg.cpp). Per-batch stage
+// times: host read = CPU time the reader threads spent per batch (read + header + crop draw + copy
+// into the pinned slot, summed over threads); decode = GPU time of the nvJPEG calls (events) and
+// the time the calling thread was blocked in them; resize = the resize-crop-normalize kernel
+// (events).
 struct GpuDecodeMeasurement {
   std::string backend;       // "hardware", "gpu_hybrid", "default"
   std::string backend_note;  // why not the hardware engines, when not

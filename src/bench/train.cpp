@@ -138,11 +138,13 @@ std::vector<TrainConfig> train_configs(const TrainBenchOptions& o) {
       select(o.precisions.empty() ? train_precisions() : o.precisions, train_precisions(),
              "precision", "--precision");
   if (o.data.empty() && (o.data_decode != pipeline::DecodeMode::cpu || o.data_gpu_share != 0))
-    throw Error(ErrorKind::usage, "--decode and --gpu-share choose how --data is decoded: give "
-                                  "--data PATH (without it the input is a synthetic batch)");
+    throw Error(ErrorKind::usage,
+                "--decode and --gpu-share choose how --data is decoded: give "
+                "--data PATH (without it the input is a synthetic batch)");
   if (!(o.data_gpu_share >= 0 && o.data_gpu_share <= 1))
-    throw Error(ErrorKind::usage, "--gpu-share: give the share of samples nvJPEG decodes, in "
-                                  "(0, 1], or 0 for the balanced share");
+    throw Error(ErrorKind::usage,
+                "--gpu-share: give the share of samples nvJPEG decodes, in "
+                "(0, 1], or 0 for the balanced share");
   if (o.data_gpu_share != 0 && o.data_decode != pipeline::DecodeMode::both)
     throw Error(ErrorKind::usage, "--gpu-share sets the CPU/GPU split: it needs --decode both");
   if (!o.data.empty()) {
@@ -260,26 +262,15 @@ std::optional<double> train_data_wait_pct(const TrainMeasurement& m) {
   return std::clamp(100.0 * (1.0 - busy / wall), 0.0, 100.0);
 }
 
-std::vector<Result> train_results(const TrainMeasurement& m) {
-  const TrainConfig& c = m.config;
-  if (!m.skipped_reason.empty()) {
-    std::vector<Result> skipped = train_skipped_results({c}, m.skipped_reason);
-    feed_params(skipped.front(), m);
-    return skipped;
-  }
-  if (!m.error.empty()) return {failed_result(m, m.error)};
-  if (m.final_loss && !std::isfinite(*m.final_loss))
-    return {failed_result(m, non_finite_loss_reason(m, *m.final_loss))};
-  if (m.interrupted && m.step_ms.empty())
-    return train_skipped_results({c}, "interrupted (Ctrl-C) before a timed step completed");
-  if (m.step_ms.empty() || !m.final_loss) return {failed_result(m, "no timed step completed")};
+namespace {
 
-  const std::string label = config_label(c);
+// <cfg>.images_per_s of a configuration that timed its steps.
+Result images_result(const TrainMeasurement& m, double median_ms) {
+  const TrainConfig& c = m.config;
   std::vector<double> rates;
   for (const double ms : m.step_ms) rates.push_back(ms > 0 ? c.batch * 1e3 / ms : 0);
-  const double median_ms = quantile(m.step_ms, 0.5);
-  Result ips = Result::measured(train_key(c, "images_per_s"), "training " + label, "images/s",
-                                std::move(rates));
+  Result ips = Result::measured(train_key(c, "images_per_s"), "training " + config_label(c),
+                                "images/s", std::move(rates));
   // images/s from the median step, so images/s and step_ms agree exactly.
   if (median_ms > 0) ips.value = c.batch * 1e3 / median_ms;
   config_params(ips, c);
@@ -304,8 +295,7 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
     ips.param("skipped_steps", std::to_string(m.skipped_steps));
   }
   ips.telemetry = m.telemetry;
-  const bool fed = !m.data_source.empty();
-  if (fed) {
+  if (!m.data_source.empty()) {
     feed_params(ips, m);
     ips.param("bad_samples", std::to_string(m.bad_samples));
   } else {
@@ -319,15 +309,13 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
     ips.reason = std::to_string(m.skipped_steps) + " of the " + std::to_string(m.step_ms.size()) +
                  " timed steps skipped their update (FP16 gradients overflowed at loss scale " +
                  fixed(*m.loss_scale, 0) + "); a skipped update is a little cheaper";
+  return ips;
+}
 
-  Result step = Result::measured(train_key(c, "step_ms"), "training step " + label, "ms",
-                                 m.step_ms, /*higher_is_better=*/false);
-  config_params(step, c);
-  step.param("method", "CUDA events between consecutive steps on the trainer's stream, no host "
-                       "synchronisation until the last");
-
-  Result mem = Result::measured(train_key(c, "memory_gib"), "device memory " + label, "GiB",
-                                {gib(m.trainer_bytes)}, /*higher_is_better=*/false);
+Result memory_result(const TrainMeasurement& m) {
+  const TrainConfig& c = m.config;
+  Result mem = Result::measured(train_key(c, "memory_gib"), "device memory " + config_label(c),
+                                "GiB", {gib(m.trainer_bytes)}, /*higher_is_better=*/false);
   config_params(mem, c);
   mem.param("source", "Trainer::device_bytes(): weights, gradients, optimizer state, "
                       "activations and workspaces the engine allocated");
@@ -337,28 +325,60 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
                   " (cudaMemGetInfo before building the model and after the timed steps: "
                   "also library workspaces and graph memory)");
   if (m.total_bytes) mem.param("device_memory_total_gib", fixed(gib(*m.total_bytes), 1));
-  std::vector<Result> out{std::move(ips), std::move(step), std::move(mem)};
-  if (const auto wait = train_data_wait_pct(m)) {
-    Result w = Result::measured(train_key(c, "data_wait_pct"),
-                                "GPU waiting for data " + label, "%", {*wait},
-                                /*higher_is_better=*/false);
-    config_params(w, c);
-    const double gpu_ms = quantile(m.gpu_step_ms, 0.5);
-    feed_params(w, m);
-    w.param("gpu_step_ms", fixed(gpu_ms, 2) + " median (the step alone)")
-        .param("step_ms", fixed(median_ms, 2) + " median (step to step, waits included)")
-        .param("method", "1 - sum of the steps' GPU time (events right around each step) / sum "
-                         "of the step intervals (events between consecutive steps)");
-    if (*wait >= 10) {
-      w.status = Status::warn;
-      w.reason = "the GPU waited for data " + fixed(*wait, 1) + " % of the time (target < 10 %)";
-      w.advice = "the input pipeline cannot keep up with this model: more workers "
-                 "(--workers), the nvJPEG path (--decode gpu) or the CPU/GPU split (--decode "
-                 "both; `gpubase loader --decode both` measures each), a packed dataset on "
-                 "faster storage";
-    }
-    out.push_back(std::move(w));
+  return mem;
+}
+
+// <cfg>.data_wait_pct of a run fed by the input pipeline.
+Result data_wait_result(const TrainMeasurement& m, double wait, double median_ms) {
+  const TrainConfig& c = m.config;
+  Result w = Result::measured(train_key(c, "data_wait_pct"),
+                              "GPU waiting for data " + config_label(c), "%", {wait},
+                              /*higher_is_better=*/false);
+  config_params(w, c);
+  feed_params(w, m);
+  w.param("gpu_step_ms", fixed(quantile(m.gpu_step_ms, 0.5), 2) + " median (the step alone)")
+      .param("step_ms", fixed(median_ms, 2) + " median (step to step, waits included)")
+      .param("method",
+             "1 - sum of the steps' GPU time (events right around each step) / sum "
+             "of the step intervals (events between consecutive steps)");
+  if (wait >= 10) {
+    w.status = Status::warn;
+    w.reason = "the GPU waited for data " + fixed(wait, 1) + " % of the time (target < 10 %)";
+    w.advice =
+        "the input pipeline cannot keep up with this model: more workers "
+        "(--workers), the nvJPEG path (--decode gpu) or the CPU/GPU split (--decode "
+        "both; `gpubase loader --decode both` measures each), a packed dataset on "
+        "faster storage";
   }
+  return w;
+}
+
+}  // namespace
+
+std::vector<Result> train_results(const TrainMeasurement& m) {
+  const TrainConfig& c = m.config;
+  if (!m.skipped_reason.empty()) {
+    std::vector<Result> skipped = train_skipped_results({c}, m.skipped_reason);
+    feed_params(skipped.front(), m);
+    return skipped;
+  }
+  if (!m.error.empty()) return {failed_result(m, m.error)};
+  if (m.final_loss && !std::isfinite(*m.final_loss))
+    return {failed_result(m, non_finite_loss_reason(m, *m.final_loss))};
+  if (m.interrupted && m.step_ms.empty())
+    return train_skipped_results({c}, "interrupted (Ctrl-C) before a timed step completed");
+  if (m.step_ms.empty() || !m.final_loss) return {failed_result(m, "no timed step completed")};
+
+  const double median_ms = quantile(m.step_ms, 0.5);
+  Result step = Result::measured(train_key(c, "step_ms"), "training step " + config_label(c), "ms",
+                                 m.step_ms, /*higher_is_better=*/false);
+  config_params(step, c);
+  step.param("method",
+             "CUDA events between consecutive steps on the trainer's stream, no host "
+             "synchronisation until the last");
+  std::vector<Result> out{images_result(m, median_ms), std::move(step), memory_result(m)};
+  if (const auto wait = train_data_wait_pct(m))
+    out.push_back(data_wait_result(m, *wait, median_ms));
   return out;
 }
 
@@ -393,16 +413,19 @@ std::string train_data_text(const TrainBenchOptions& o) {
     return "synthetic batch made once on the GPU (normal(0,1) images, random labels)";
   switch (o.data_decode) {
     case pipeline::DecodeMode::gpu:
-      return o.data + " through the input pipeline, nvJPEG (reader threads, batched nvJPEG "
-                      "decode, one resize-crop-flip-normalize kernel on the GPU)";
+      return o.data +
+             " through the input pipeline, nvJPEG (reader threads, batched nvJPEG "
+             "decode, one resize-crop-flip-normalize kernel on the GPU)";
     case pipeline::DecodeMode::both:
-      return o.data + " through the input pipeline, the CPU/GPU split (a share of the samples "
-                      "decoded by nvJPEG, the rest by CPU workers, in the same batches)";
+      return o.data +
+             " through the input pipeline, the CPU/GPU split (a share of the samples "
+             "decoded by nvJPEG, the rest by CPU workers, in the same batches)";
     case pipeline::DecodeMode::cpu:
       break;
   }
-  return o.data + " through the input pipeline, CPU decode (JPEG decode + RandomResizedCrop "
-                  "224 + flip on CPU workers, pinned slots, H2D and normalization on the GPU)";
+  return o.data +
+         " through the input pipeline, CPU decode (JPEG decode + RandomResizedCrop "
+         "224 + flip on CPU workers, pinned slots, H2D and normalization on the GPU)";
 }
 
 void add_train_facts(const TrainBenchOptions& o, ResultSink& sink) {

@@ -147,10 +147,11 @@ batches, one resize kernel) or both (the CPU/GPU split; --gpu-share F sends a sh
 samples to nvJPEG, default: the share that keeps both busy, from both paths measured alone
 first). Without libnvjpeg, --decode gpu|both reports each configuration skipped with the
 reason; the decode mode is a param of the results. Reported per configuration
-(train.<model>.<precision>.b<batch>.*): images/s from the median step, step time (median, min, max), device memory, the
-parameter count, the first and final loss (a NaN or infinite loss fails the configuration),
-the FP16 loss scale and skipped updates, the clocks and power seen while it ran, and on an H200
-the ratio to PyTorch's figure for the same model, precision and batch. Out of memory at a batch
+(train.<model>.<precision>.b<batch>.*): images/s from the median step, step time (median,
+min, max), device memory, the parameter count, the first and final loss (a NaN or infinite
+loss fails the configuration), the FP16 loss scale and skipped updates, the clocks and power
+seen while it ran, and on an H200 the ratio to PyTorch's figure for the same model, precision
+and batch. Out of memory at a batch
 fails that configuration with the memory needed and a batch that fits; the others still run.
 Ctrl-C stops between steps and reports what was measured (exit 130). Keys: docs/results.md
 "train.*"; details: docs/train.md.)";

@@ -15,8 +15,7 @@ std::string InputPipeline::describe() const {
   const DecoderInfo d = decoder();
   const std::string nvjpeg = "nvJPEG (" + d.backend + " backend)";
   if (options_.decode == DecodeMode::gpu)
-    return nvjpeg + ", " + threads + (workers_ == 1 ? " reader thread" : " reader threads") +
-           slots;
+    return nvjpeg + ", " + threads + (workers_ == 1 ? " reader thread" : " reader threads") + slots;
   const double share = options_.gpu_share.value_or(1);
   return "CPU/GPU split, " + std::to_string(static_cast<int>(100 * share + 0.5)) + " % to " +
          nvjpeg + ", " + threads + (workers_ == 1 ? " worker" : " workers") + slots;

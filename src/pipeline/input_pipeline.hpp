@@ -67,9 +67,9 @@ struct PipelineStats {
   std::vector<std::string> decode_failure_examples;  // "<sample>: <reason>", at most five
   data::LoaderStats loader;  // read, process stages, bad samples, consumer_wait
   std::size_t gpu_batches = 0;
-  double decode_gpu_ms = 0;   // nvJPEG + the split's pixel copies (events), summed
-  double decode_host_ms = 0;  // the consumer thread inside nvJPEG's host stage, summed
-  double resize_ms = 0;       // the resize-crop-normalize kernel (events), summed
+  double decode_gpu_ms = 0;     // nvJPEG + the split's pixel copies (events), summed
+  double decode_host_ms = 0;    // the consumer thread inside nvJPEG's host stage, summed
+  double resize_ms = 0;         // the resize-crop-normalize kernel (events), summed
   std::size_t arena_grows = 0;  // decoded-image arena reallocations (a larger batch than before)
   // The consumer's side: wall time from the first next() after construction or reset_stats()
   // to the return of the last, and the part of it spent inside next()/into() (waiting for the
@@ -88,9 +88,9 @@ struct DecoderInfo {
 
 // The check of a GPU-decoded batch against the CPU path (check_last_batch).
 struct DecodeCheck {
-  double psnr_db = 0;            // over the nvJPEG-decoded images compared
-  std::size_t images = 0;        // nvJPEG-decoded images compared
-  std::size_t cpu_decoded = 0;   // split: CPU-decoded images found unchanged in the tensor
+  double psnr_db = 0;           // over the nvJPEG-decoded images compared
+  std::size_t images = 0;       // nvJPEG-decoded images compared
+  std::size_t cpu_decoded = 0;  // split: CPU-decoded images found unchanged in the tensor
 };
 
 class InputPipeline {

@@ -30,8 +30,8 @@ std::string_view to_string(DecodeMode mode) {
 
 DecodeMode decode_mode_from(std::string_view text, std::string_view option) {
   if (const auto mode = parse_decode_mode(text)) return *mode;
-  throw Error(ErrorKind::usage, std::string(option) + ": '" + std::string(text) +
-                                    "' is not cpu, gpu or both");
+  throw Error(ErrorKind::usage,
+              std::string(option) + ": '" + std::string(text) + "' is not cpu, gpu or both");
 }
 
 void validate(const PipelineOptions& o) {
@@ -42,11 +42,13 @@ void validate(const PipelineOptions& o) {
   if (o.prefetch == 0) throw Error(ErrorKind::usage, "--prefetch: give 1 or more batch slots");
   if (o.decode == DecodeMode::both) {
     if (!o.gpu_share)
-      throw Error(ErrorKind::usage, "--decode both: give --gpu-share, the share of the samples "
-                                    "nvJPEG decodes, in (0, 1]");
+      throw Error(ErrorKind::usage,
+                  "--decode both: give --gpu-share, the share of the samples "
+                  "nvJPEG decodes, in (0, 1]");
     if (!(*o.gpu_share > 0 && *o.gpu_share <= 1))
-      throw Error(ErrorKind::usage, "--gpu-share: give the share of samples nvJPEG decodes, in "
-                                    "(0, 1]");
+      throw Error(ErrorKind::usage,
+                  "--gpu-share: give the share of samples nvJPEG decodes, in "
+                  "(0, 1]");
   } else if (o.gpu_share) {
     throw Error(ErrorKind::usage, "--gpu-share sets the CPU/GPU split: it needs --decode both");
   }
@@ -56,14 +58,14 @@ void validate(const PipelineOptions& o) {
     throw Error(ErrorKind::usage, "--nvjpeg-backend: '" + o.nvjpeg_backend +
                                       "' is not one of auto, hardware, gpu_hybrid, default");
   }
-  if (o.max_jpeg_bytes == 0)
-    throw Error(ErrorKind::usage, "--gpu-max-jpeg-kb: give 1 KiB or more");
+  if (o.max_jpeg_bytes == 0) throw Error(ErrorKind::usage, "--gpu-max-jpeg-kb: give 1 KiB or more");
   if (o.device < 0)
     throw Error(ErrorKind::usage, "--device " + std::to_string(o.device) + ": not a device index");
   for (int c = 0; c < 3; ++c)
     if (!(o.norm.stddev[c] > 0) || !std::isfinite(o.norm.mean[c]))
-      throw Error(ErrorKind::usage, "normalization: every channel needs a finite mean and a "
-                                    "positive standard deviation");
+      throw Error(ErrorKind::usage,
+                  "normalization: every channel needs a finite mean and a "
+                  "positive standard deviation");
 }
 
 unsigned default_workers(DecodeMode mode, unsigned usable_cores) {

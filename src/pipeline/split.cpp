@@ -27,9 +27,8 @@ double balanced_gpu_share(double gpu_images_per_s, double cpu_images_per_s) {
 data::ProcessFn split_process(data::ProcessFn to_gpu, data::ProcessFn on_cpu, int image_size,
                               double gpu_share) {
   const std::size_t pixels = static_cast<std::size_t>(image_size) * image_size * 3;
-  return [to_gpu = std::move(to_gpu), on_cpu = std::move(on_cpu), pixels, image_size,
-          gpu_share](const data::SampleView& sample, data::Philox& rng,
-                     std::span<std::uint8_t> dst) {
+  return [to_gpu = std::move(to_gpu), on_cpu = std::move(on_cpu), pixels, image_size, gpu_share](
+             const data::SampleView& sample, data::Philox& rng, std::span<std::uint8_t> dst) {
     if (split_to_gpu(sample.index, gpu_share)) return to_gpu(sample, rng, dst);
     data::SampleResult r = on_cpu(sample, rng, dst.subspan(kSlotRecordBytes, pixels));
     if (!r.ok) return r;

@@ -76,8 +76,8 @@ TEST(PipelineDeviceFeeder, TensorsMatchTheCpuReferenceAndSlotsComeBack) {
     std::vector<std::uint8_t> want(shape.elements() * 2), got(want.size());
     data::normalize_reference(host.data(), shape, data::TensorLayout::nchw, data::TensorType::bf16,
                               norm, want.data());
-    GB_CHECK_CUDA(cudaMemcpyAsync(got.data(), x, got.size(), cudaMemcpyDeviceToHost,
-                                  compute.get()));
+    GB_CHECK_CUDA(
+        cudaMemcpyAsync(got.data(), x, got.size(), cudaMemcpyDeviceToHost, compute.get()));
     compute.synchronize();
     EXPECT_EQ(want, got) << "batch " << b->number;
     feeder.release_done(loader);

@@ -56,8 +56,11 @@ std::vector<Reference> reference_batches(const data::Dataset& ds, const Pipeline
   while (out.size() < kBatches) {
     const auto b = next_batch(loader, epoch);
     if (!b) break;
-    out.push_back({b->epoch, b->number, {b->indices.begin(), b->indices.end()},
-                   {b->labels.begin(), b->labels.end()}, {b->data.begin(), b->data.end()}});
+    out.push_back({b->epoch,
+                   b->number,
+                   {b->indices.begin(), b->indices.end()},
+                   {b->labels.begin(), b->labels.end()},
+                   {b->data.begin(), b->data.end()}});
     loader.release(*b);
   }
   loader.stop();
@@ -76,14 +79,14 @@ std::vector<std::uint8_t> full_scale_reference(const data::Dataset& ds, const Pi
   augment.out_w = augment.out_h = o.image_size;
   std::vector<std::uint8_t> scaled(static_cast<std::size_t>(o.image_size) * o.image_size * 3);
   data::Philox rng(o.seed, epoch, index);
-  const data::DecodeAugmentResult draw = jpeg.decode_augment(s.bytes, rng, augment, scaled.data(),
-                                                             scratch);
+  const data::DecodeAugmentResult draw =
+      jpeg.decode_augment(s.bytes, rng, augment, scaled.data(), scratch);
   const data::DecodedRegion region =
       jpeg.decode_for_crop(s.bytes, draw.box, draw.box.width, draw.box.height, scratch.pixels);
   std::vector<std::uint8_t> out(scaled.size());
-  data::resize_crop_flip(region.pixels, region.width, region.height, region.stride,
-                         region.channels, region.box, draw.flipped, o.image_size, o.image_size,
-                         out.data(), data::PixelLayout::hwc, scratch.resize);
+  data::resize_crop_flip(region.pixels, region.width, region.height, region.stride, region.channels,
+                         region.box, draw.flipped, o.image_size, o.image_size, out.data(),
+                         data::PixelLayout::hwc, scratch.resize);
   return out;
 }
 
@@ -139,8 +142,8 @@ class InputPipelineGpu : public ::testing::TestWithParam<DecodeMode> {
     std::vector<double> hwc(plane * 3);
     for (std::size_t p = 0; p < plane; ++p)
       for (int c = 0; c < 3; ++c)
-        hwc[p * 3 + c] = static_cast<double>(out[(j * 3 + c) * plane + p]) * o.norm.stddev[c] +
-                         o.norm.mean[c];
+        hwc[p * 3 + c] =
+            static_cast<double>(out[(j * 3 + c) * plane + p]) * o.norm.stddev[c] + o.norm.mean[c];
     return hwc;
   }
   void expect_image(const Reference& ref, std::size_t j, const std::vector<float>& out,
@@ -190,9 +193,9 @@ TEST_P(InputPipelineGpu, BatchesMatchTheCpuReferencePath) {
   for (std::size_t k = 0; k < kBatches; ++k) {
     SCOPED_TRACE("batch " + std::to_string(k));
     // next() and into() alternate: the same stream of batches either way.
-    const auto b = k % 2 == 0 ? in->next(stream.get())
-                              : in->into(stream.get(), fixed_images.data(),
-                                         fixed_labels.as<std::int32_t>());
+    const auto b =
+        k % 2 == 0 ? in->next(stream.get())
+                   : in->into(stream.get(), fixed_images.data(), fixed_labels.as<std::int32_t>());
     ASSERT_TRUE(b);
     if (k == 0 && o.decode != DecodeMode::cpu) {
       const auto check = in->check_last_batch(8);
@@ -203,8 +206,8 @@ TEST_P(InputPipelineGpu, BatchesMatchTheCpuReferencePath) {
     EXPECT_EQ(b->number, refs[k].number);
     ASSERT_EQ(b->size, kBatch);
     EXPECT_EQ(b->shape, (std::array<std::int64_t, 4>{16, 3, kSize, kSize}));
-    GB_CHECK_CUDA(cudaMemcpyAsync(out.data(), b->images, in->tensor_bytes(),
-                                  cudaMemcpyDeviceToHost, stream.get()));
+    GB_CHECK_CUDA(cudaMemcpyAsync(out.data(), b->images, in->tensor_bytes(), cudaMemcpyDeviceToHost,
+                                  stream.get()));
     GB_CHECK_CUDA(cudaMemcpyAsync(labels.data(), b->labels, kBatch * sizeof(std::int32_t),
                                   cudaMemcpyDeviceToHost, stream.get()));
     stream.synchronize();
@@ -254,8 +257,8 @@ std::vector<T> first_batch(const data::Dataset& ds, const PipelineOptions& o,
   if (!b) return {};
   shape = b->shape;
   std::vector<T> host(in->tensor_bytes() / sizeof(T));
-  GB_CHECK_CUDA(cudaMemcpyAsync(host.data(), b->images, in->tensor_bytes(),
-                                cudaMemcpyDeviceToHost, stream.get()));
+  GB_CHECK_CUDA(cudaMemcpyAsync(host.data(), b->images, in->tensor_bytes(), cudaMemcpyDeviceToHost,
+                                stream.get()));
   stream.synchronize();
   return host;
 }

@@ -119,21 +119,21 @@ TEST_P(TrainFromLoaderSplit, AnAskedShareIsReported) {
   EXPECT_EQ(ips->find_param("gpu_share_source"), "asked");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    GraphOrEagerPerDecodeMode, TrainFromLoader,
-    ::testing::Combine(::testing::Values(true, false),
-                       ::testing::Values(DecodeMode::cpu, DecodeMode::gpu, DecodeMode::both)),
-    [](const ::testing::TestParamInfo<std::tuple<bool, DecodeMode>>& i) {
-      return std::string(std::get<0>(i.param) ? "Graph" : "Eager") + "_" +
-             std::string(pipeline::to_string(std::get<1>(i.param)));
-    });
+INSTANTIATE_TEST_SUITE_P(GraphOrEagerPerDecodeMode, TrainFromLoader,
+                         ::testing::Combine(::testing::Values(true, false),
+                                            ::testing::Values(DecodeMode::cpu, DecodeMode::gpu,
+                                                              DecodeMode::both)),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, DecodeMode>>& i) {
+                           return std::string(std::get<0>(i.param) ? "Graph" : "Eager") + "_" +
+                                  std::string(pipeline::to_string(std::get<1>(i.param)));
+                         });
 
-INSTANTIATE_TEST_SUITE_P(
-    GraphOrEager, TrainFromLoaderSplit,
-    ::testing::Combine(::testing::Values(true, false), ::testing::Values(DecodeMode::both)),
-    [](const ::testing::TestParamInfo<std::tuple<bool, DecodeMode>>& i) {
-      return std::string(std::get<0>(i.param) ? "Graph" : "Eager");
-    });
+INSTANTIATE_TEST_SUITE_P(GraphOrEager, TrainFromLoaderSplit,
+                         ::testing::Combine(::testing::Values(true, false),
+                                            ::testing::Values(DecodeMode::both)),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, DecodeMode>>& i) {
+                           return std::string(std::get<0>(i.param) ? "Graph" : "Eager");
+                         });
 
 }  // namespace
 }  // namespace gb::bench

@@ -215,8 +215,8 @@ TEST(TrainResults, AFedRunSaysWhichDecodeModeFedIt) {
   m.data_nvjpeg_backend = "hardware";
   m.data_decode_failures = 1;
   const auto results = train_results(m);
-  for (const char* key : {"train.resnet50.bf16.b256.images_per_s",
-                          "train.resnet50.bf16.b256.data_wait_pct"}) {
+  for (const char* key :
+       {"train.resnet50.bf16.b256.images_per_s", "train.resnet50.bf16.b256.data_wait_pct"}) {
     SCOPED_TRACE(key);
     const Result* r = find(results, key);
     ASSERT_TRUE(r);

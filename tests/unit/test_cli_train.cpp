@@ -124,7 +124,9 @@ TEST_F(TrainCommand, AnUnknownDecodeModeExits2WithoutWritingARun) {
   EXPECT_FALSE(std::filesystem::exists(dir / "run.json"));
 }
 
-TEST_F(TrainCommand, DecodeWithoutDataExits2) { EXPECT_EQ(run({"--decode", "gpu"}), 2); }
+TEST_F(TrainCommand, DecodeWithoutDataExits2) {
+  EXPECT_EQ(run({"--decode", "gpu"}), 2);
+}
 
 TEST_F(TrainCommand, GpuShareOutsideZeroToOneOrWithoutTheSplitExits2) {
   const std::string data = (dir / "").string();

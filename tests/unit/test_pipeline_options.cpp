@@ -61,10 +61,8 @@ TEST(PipelineOptions, BadSizesAreUsageErrors) {
   };
   EXPECT_NE(with([](PipelineOptions& o) { o.batch = 0; }).find("--batch"), std::string::npos);
   EXPECT_NE(with([](PipelineOptions& o) { o.image_size = 0; }).find("--size"), std::string::npos);
-  EXPECT_NE(with([](PipelineOptions& o) { o.image_size = -3; }).find("--size"),
-            std::string::npos);
-  EXPECT_NE(with([](PipelineOptions& o) { o.prefetch = 0; }).find("--prefetch"),
-            std::string::npos);
+  EXPECT_NE(with([](PipelineOptions& o) { o.image_size = -3; }).find("--size"), std::string::npos);
+  EXPECT_NE(with([](PipelineOptions& o) { o.prefetch = 0; }).find("--prefetch"), std::string::npos);
   EXPECT_NE(with([](PipelineOptions& o) { o.max_jpeg_bytes = 0; }).find("--gpu-max-jpeg-kb"),
             std::string::npos);
   EXPECT_NE(with([](PipelineOptions& o) { o.device = -1; }).find("--device"), std::string::npos);

@@ -25,8 +25,8 @@ class MemoryImages : public data::Dataset {
  public:
   MemoryImages(std::size_t n, bool raw = false) : raw_(raw) {
     for (std::size_t i = 0; i < n; ++i)
-      jpegs_.push_back(test::small_jpeg(40 + static_cast<int>(i % 4) * 8, 32,
-                                        static_cast<unsigned>(i + 1)));
+      jpegs_.push_back(
+          test::small_jpeg(40 + static_cast<int>(i % 4) * 8, 32, static_cast<unsigned>(i + 1)));
   }
   std::string_view kind() const override { return "memory"; }
   std::string source() const override { return "memory"; }

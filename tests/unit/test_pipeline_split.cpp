@@ -42,8 +42,7 @@ TEST(PipelineSplit, HitsTheShareOverTheSetAndWithinAFewSamplesPerBatchWindow) {
 }
 
 TEST(PipelineSplit, TheRuleDependsOnTheIndexOnly) {
-  for (std::size_t i = 0; i < 5000; i += 7)
-    EXPECT_EQ(split_to_gpu(i, 0.6), split_to_gpu(i, 0.6));
+  for (std::size_t i = 0; i < 5000; i += 7) EXPECT_EQ(split_to_gpu(i, 0.6), split_to_gpu(i, 0.6));
   // A larger share sends a superset: raising it never takes a sample back from the GPU.
   for (std::size_t i = 0; i < 5000; ++i) {
     if (split_to_gpu(i, 0.3)) {

@@ -71,9 +71,10 @@ pipeline::PipelineOptions checked_options(const LoaderBenchOptions& o,
                                           GpuDecodeMeasurement& m) {
   const unsigned cores =
       static_cast<unsigned>(std::max<std::size_t>(sys::allowed_cpus().size(), 1));
-  m.workers = split ? split->workers
-                    : (o.gpu_decode_workers > 0 ? o.gpu_decode_workers
-                                                : pipeline::default_workers(DecodeMode::gpu, cores));
+  m.workers = split
+                  ? split->workers
+                  : (o.gpu_decode_workers > 0 ? o.gpu_decode_workers
+                                              : pipeline::default_workers(DecodeMode::gpu, cores));
   m.gpu_share = split ? split->gpu_share : 1.0;
   pipeline::PipelineOptions po =
       pipeline_options(o, split ? DecodeMode::both : DecodeMode::gpu, m.workers);
@@ -84,9 +85,8 @@ pipeline::PipelineOptions checked_options(const LoaderBenchOptions& o,
 // Initialise: the pipeline (nullptr with why_not when it cannot run here) and, for the GPU path
 // alone, the facts about its decoder and output.
 std::unique_ptr<pipeline::InputPipeline> initialise(const data::Dataset& dataset,
-                                                    const pipeline::PipelineOptions& po,
-                                                    bool split, ResultSink& sink,
-                                                    GpuDecodeMeasurement& m,
+                                                    const pipeline::PipelineOptions& po, bool split,
+                                                    ResultSink& sink, GpuDecodeMeasurement& m,
                                                     std::string& why_not) {
   auto in = pipeline::make_input_pipeline(dataset, po, why_not);
   if (!in) return nullptr;

@@ -20,9 +20,9 @@
 #include "bench/train.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "data/open.hpp"
 #include "gpu/check.hpp"
 #include "gpu/cuda_raii.hpp"
-#include "data/open.hpp"
 #include "pipeline/calibrate.hpp"
 #include "pipeline/input_pipeline.hpp"
 #include "sys/telemetry.hpp"
@@ -161,11 +161,10 @@ std::unique_ptr<LoaderFeed> open_feed(const TrainBenchOptions& o, const TrainCon
       return nullptr;
     }
     po.gpu_share = share->gpu_share;
-    m.data_gpu_share_source = "balanced: nvJPEG " + std::to_string(std::lround(
-                                                        share->gpu_images_per_s)) +
-                              " images/s, CPU " +
-                              std::to_string(std::lround(share->cpu_images_per_s)) +
-                              " images/s, each alone";
+    m.data_gpu_share_source =
+        "balanced: nvJPEG " + std::to_string(std::lround(share->gpu_images_per_s)) +
+        " images/s, CPU " + std::to_string(std::lround(share->cpu_images_per_s)) +
+        " images/s, each alone";
   } else if (po.gpu_share) {
     m.data_gpu_share_source = "asked";
   }
@@ -235,8 +234,8 @@ nn::TrainerOptions trainer_options(const TrainConfig& c, const TrainBenchOptions
   const auto model = nn::parse_model(c.model);
   const auto precision = nn::parse_precision(c.precision);
   if (!model || !precision)
-    throw Error(ErrorKind::usage, "the training engine does not know " + c.model + " " +
-                                      c.precision);
+    throw Error(ErrorKind::usage,
+                "the training engine does not know " + c.model + " " + c.precision);
   nn::TrainerOptions to;
   to.model = *model;
   to.precision = *precision;

@@ -10,8 +10,7 @@ namespace gb::pipeline {
 DeviceFeeder::DeviceFeeder(const gpu::NormalizeShape& shape, gpu::ElementType out,
                            const float mean[4], const float stddev[4])
     : shape_(shape), out_(out), copy_stream_(gpu::Stream::create()) {
-  if (out != gpu::ElementType::f32 && out != gpu::ElementType::f16 &&
-      out != gpu::ElementType::bf16)
+  if (out != gpu::ElementType::f32 && out != gpu::ElementType::f16 && out != gpu::ElementType::bf16)
     throw Error(ErrorKind::usage, "the input tensor must be fp32, fp16 or bf16");
   for (int c = 0; c < 4; ++c) {
     mean_[c] = mean[c];
@@ -52,8 +51,8 @@ int DeviceFeeder::stage(const data::Batch& b, cudaStream_t compute, bool with_la
   if (with_labels) {
     // The labels follow the pixels in the pinned slot, which stays lent until `copied`.
     GB_CHECK_CUDA(cudaMemcpyAsync(label_staging_[i].data(), b.labels.data(),
-                                  b.labels.size() * sizeof(std::int32_t),
-                                  cudaMemcpyHostToDevice, copy_stream_.get()));
+                                  b.labels.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
+                                  copy_stream_.get()));
   }
   Pending p{b, gpu::Event::create(cudaEventDisableTiming)};
   p.copied.record(copy_stream_.get());
@@ -70,8 +69,8 @@ const void* DeviceFeeder::submit(const data::Batch& b, cudaStream_t compute) {
   const int i = stage(b, compute, false);
   gpu::NormalizeShape s = shape_;
   s.n = static_cast<int>(b.size);
-  gpu::normalize_batch(staging_[i].as<std::uint8_t>(), s, out_, mean_, stddev_,
-                       tensors_[i].data(), compute);
+  gpu::normalize_batch(staging_[i].as<std::uint8_t>(), s, out_, mean_, stddev_, tensors_[i].data(),
+                       compute);
   consumed_[i].record(compute);
   return tensors_[i].data();
 }

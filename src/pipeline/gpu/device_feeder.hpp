@@ -67,7 +67,7 @@ class DeviceFeeder {
   gpu::DeviceBuffer staging_[2];
   gpu::DeviceBuffer label_staging_[2];
   gpu::DeviceBuffer tensors_[2];  // submit()'s, made on first use
-  gpu::Event consumed_[2];  // normalization of the buffer's last batch finished reading it
+  gpu::Event consumed_[2];        // normalization of the buffer's last batch finished reading it
   bool used_[2] = {false, false};
   int next_ = 0;
   // Copies b's pixels (and labels) into the next staging pair on the copy stream and makes

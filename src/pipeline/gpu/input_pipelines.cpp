@@ -41,8 +41,7 @@ class PipelineBase : public InputPipeline {
     return into(stream, out_images_[k].data(), out_labels_[k].as<std::int32_t>());
   }
 
-  std::optional<DeviceBatch> into(StreamHandle stream, void* images,
-                                  std::int32_t* labels) final {
+  std::optional<DeviceBatch> into(StreamHandle stream, void* images, std::int32_t* labels) final {
     const auto t0 = Clock::now();
     if (!clock_started_) {
       clock_started_ = true;
@@ -150,7 +149,9 @@ bool event_done(const gpu::Event& e) {
   return true;
 }
 
-data::SlotAllocator pinned_slots() { return DeviceFeeder::pinned_slot_allocator(); }
+data::SlotAllocator pinned_slots() {
+  return DeviceFeeder::pinned_slot_allocator();
+}
 
 class NvjpegPipeline final : public PipelineBase {
  public:
@@ -205,8 +206,7 @@ class NvjpegPipeline final : public PipelineBase {
   }
 
  protected:
-  std::optional<DeviceBatch> take(cudaStream_t stream, void* images,
-                                  std::int32_t* labels) override;
+  std::optional<DeviceBatch> take(cudaStream_t stream, void* images, std::int32_t* labels) override;
 
  private:
   struct Entry {
@@ -232,8 +232,8 @@ class NvjpegPipeline final : public PipelineBase {
   data::ProcessFn process(const PipelineOptions& o, unsigned workers) const {
     data::ProcessFn reader = nvjpeg_reader_process(decoder_, workers, o.max_jpeg_bytes);
     if (o.decode != DecodeMode::both) return reader;
-    return split_process(std::move(reader), jpeg_train_process(workers, o.image_size),
-                         o.image_size, o.gpu_share.value_or(1));
+    return split_process(std::move(reader), jpeg_train_process(workers, o.image_size), o.image_size,
+                         o.gpu_share.value_or(1));
   }
   void release_finished();
   void note_failures(const Entry& e);
@@ -357,8 +357,9 @@ std::unique_ptr<InputPipeline> make_input_pipeline(const data::Dataset& dataset,
     return nullptr;
   }
   if (options.device >= count)
-    throw Error(ErrorKind::usage, "--device " + std::to_string(options.device) + ": this machine has " +
-                                      std::to_string(count) + (count == 1 ? " GPU" : " GPUs"));
+    throw Error(ErrorKind::usage, "--device " + std::to_string(options.device) +
+                                      ": this machine has " + std::to_string(count) +
+                                      (count == 1 ? " GPU" : " GPUs"));
   GB_CHECK_CUDA(cudaSetDevice(options.device));
   const unsigned workers = resolved_workers(options);
   if (options.decode == DecodeMode::cpu)

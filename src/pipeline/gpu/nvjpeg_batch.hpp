@@ -4,7 +4,8 @@
 //   read file, nvJPEG header parse,          nvjpegDecodeBatched (host stage),      own stream:
 //   crop + flip draw (data/augment.hpp,      the split's CPU pixels H2D into the    NVJPG engines /
 //   same Philox stream as the CPU path),     same arena, items H2D              ->  CUDA decode
-//   copy the JPEG into a pinned slot         resize_crop_normalize kernel       ->  consumer's stream
+//   copy the JPEG into a pinned slot         resize_crop_normalize kernel       ->  consumer's
+//   stream
 //
 // A sample's place in a pinned batch slot holds a SlotRecord (pipeline/process.hpp) followed by
 // its JPEG bytes (or, in the split, the pixels a worker decoded), so a slot is max_jpeg_bytes +

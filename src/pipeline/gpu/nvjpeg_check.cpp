@@ -39,7 +39,8 @@ double worst_change(const LevelsView& got, std::size_t j, const std::uint8_t* px
   double worst = 0;
   for (std::size_t p = 0; p < got.plane; ++p)
     for (int c = 0; c < 3; ++c)
-      worst = std::max(worst, std::abs(got.level(j, c, p) - px[p * 3 + static_cast<std::size_t>(c)]));
+      worst =
+          std::max(worst, std::abs(got.level(j, c, p) - px[p * 3 + static_cast<std::size_t>(c)]));
   return worst;
 }
 
@@ -79,18 +80,17 @@ DecodeCheck NvjpegBatchStage::check(const data::Batch& b, std::size_t count,
     if (r.decoded) {
       const double worst = worst_change(got, j, payload);
       if (worst > kMaxCpuSampleChange) {
-        throw Error(ErrorKind::runtime,
-                    "CPU/GPU split: a CPU-decoded sample (" + dataset.sample_name(b.indices[j]) +
-                        ") changed on its way to the tensor by up to " + std::to_string(worst) +
-                        " levels (expected none)");
+        throw Error(ErrorKind::runtime, "CPU/GPU split: a CPU-decoded sample (" +
+                                            dataset.sample_name(b.indices[j]) +
+                                            ") changed on its way to the tensor by up to " +
+                                            std::to_string(worst) + " levels (expected none)");
       }
       ++out.cpu_decoded;
       continue;
     }
     try {
-      const data::DecodedRegion region = jpeg.decode_for_crop({payload, r.jpeg_bytes}, r.box,
-                                                              r.box.width, r.box.height,
-                                                              scratch.pixels);
+      const data::DecodedRegion region = jpeg.decode_for_crop(
+          {payload, r.jpeg_bytes}, r.box, r.box.width, r.box.height, scratch.pixels);
       data::resize_crop_flip(region.pixels, region.width, region.height, region.stride,
                              region.channels, region.box, r.flip != 0, size, size, want.data(),
                              data::PixelLayout::hwc, scratch.resize);
@@ -100,10 +100,10 @@ DecodeCheck NvjpegBatchStage::check(const data::Batch& b, std::size_t count,
     const double sample_sq = squared_error(got, j, want);
     const double sample_psnr = psnr(sample_sq, got.plane * 3);
     if (sample_psnr < kMinPsnrDb) {
-      throw Error(ErrorKind::runtime,
-                  "GPU decode path disagrees with the CPU path on " +
-                      dataset.sample_name(b.indices[j]) + ": PSNR " + std::to_string(sample_psnr) +
-                      " dB (expected >= 30 dB): a wrong decode or crop");
+      throw Error(ErrorKind::runtime, "GPU decode path disagrees with the CPU path on " +
+                                          dataset.sample_name(b.indices[j]) + ": PSNR " +
+                                          std::to_string(sample_psnr) +
+                                          " dB (expected >= 30 dB): a wrong decode or crop");
     }
     sq += sample_sq;
     ++out.images;
