@@ -11,11 +11,15 @@
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "data/decode.hpp"
+#include "pipeline/process.hpp"
+#include "pipeline/split.hpp"
 #include "sys/cpu_info.hpp"
 #include "sys/host_membw.hpp"
 #include "sys/procfs.hpp"
 
 namespace gb::bench {
+
+using pipeline::DecodeMode;
 
 namespace {
 
@@ -37,11 +41,6 @@ std::string fixed(double v, int decimals) {
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
-
-struct JpegWorker {
-  data::JpegDecoder decoder;
-  data::DecodeScratch scratch;
-};
 
 // Busiest and mean busy share of the usable cores between two /proc/stat samples.
 void add_cpu_usage(const sys::CpuTimes& before, const sys::CpuTimes& after, double interval_s,
@@ -71,10 +70,10 @@ void add_bad(const data::LoaderStats& s, LoaderPoint& p) {
 std::optional<LoaderPoint> measure_point(const data::Dataset& dataset, const LoaderBenchOptions& o,
                                          unsigned workers) {
   data::Loader loader(dataset, loader_options(o, workers),
-                      jpeg_train_process(workers, o.image_size));
+                      pipeline::jpeg_train_process(workers, o.image_size));
   std::uint32_t epoch = 0;
   loader.start_epoch(epoch);
-  auto take = [&] { return next_batch(loader, epoch); };
+  auto take = [&] { return pipeline::next_batch(loader, epoch); };
 
   LoaderPoint p;
   p.workers = workers;
@@ -136,55 +135,51 @@ Result point_result(const LoaderPoint& p) {
   Result r = Result::measured("loader.cpu.w" + n + ".images_per_s",
                               "loader CPU path, " + n + (p.workers == 1 ? " worker" : " workers"),
                               "images/s", p.batch_images_per_s);
-  r.param("workers", n)
-      .param("images_per_busy_core_s", fixed(p.images_per_busy_core_s, 0))
-      .param("wall_images_per_s", fixed(p.wall_images_per_s, 0))
-      .param("read_ms", fixed(p.read_ms, 3))
-      .param("decode_ms", fixed(p.decode_ms, 3))
-      .param("augment_ms", fixed(p.augment_ms, 3))
-      .param("worker_idle_pct", fixed(100 * p.worker_idle_share, 1))
-      .param("images_timed", std::to_string(p.images))
-      .param("bad_samples", std::to_string(p.bad_samples));
-  if (p.cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", fixed(*p.cpu_busiest_core_pct, 1));
-  if (p.cpu_mean_pct) r.param("cpu_mean_pct", fixed(*p.cpu_mean_pct, 1));
+  r.param("workers", static_cast<double>(p.workers), "", 0)
+      .param("images_per_busy_core_s", p.images_per_busy_core_s, "images/s", 0)
+      .param("wall_images_per_s", p.wall_images_per_s, "images/s", 0)
+      .param("read_ms", p.read_ms, "ms", 3)
+      .param("decode_ms", p.decode_ms, "ms", 3)
+      .param("augment_ms", p.augment_ms, "ms", 3)
+      .param("worker_idle_pct", 100 * p.worker_idle_share, "%", 1)
+      .param("images_timed", static_cast<double>(p.images), "", 0)
+      .param("bad_samples", static_cast<double>(p.bad_samples), "", 0);
+  if (p.cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", *p.cpu_busiest_core_pct, "%", 1);
+  if (p.cpu_mean_pct) r.param("cpu_mean_pct", *p.cpu_mean_pct, "%", 1);
   if (p.context_switches_per_s)
-    r.param("context_switches_per_s", fixed(*p.context_switches_per_s, 0));
+    r.param("context_switches_per_s", *p.context_switches_per_s, "/s", 0);
   return r;
 }
 
 Result stage_result(const std::string& stage, double ms, const LoaderPoint& best) {
   Result r = Result::measured("loader.stage." + stage + ".ms", stage + " per image", "ms", {ms},
                               /*higher_is_better=*/false);
-  r.param("workers", std::to_string(best.workers));
+  r.param("workers", static_cast<double>(best.workers), "", 0);
   return r;
 }
 
 }  // namespace
 
+pipeline::PipelineOptions pipeline_options(const LoaderBenchOptions& o, pipeline::DecodeMode decode,
+                                           unsigned workers) {
+  pipeline::PipelineOptions p;
+  p.batch = o.batch_size;
+  p.image_size = o.image_size;
+  p.layout = data::TensorLayout::nchw;
+  p.dtype = data::TensorType::bf16;
+  p.decode = decode;
+  p.workers = workers;
+  p.prefetch = o.prefetch_depth;
+  p.seed = o.seed;
+  p.strict = o.strict;
+  p.nvjpeg_backend = o.nvjpeg_backend;
+  p.max_jpeg_bytes = o.gpu_max_jpeg_bytes;
+  return p;
+}
+
 data::LoaderOptions loader_options(const LoaderBenchOptions& o, unsigned workers) {
-  data::LoaderOptions lo;
-  lo.sampling.batch_size = o.batch_size;
-  lo.sampling.seed = o.seed;
-  lo.sample_bytes = static_cast<std::size_t>(o.image_size) * o.image_size * 3;
-  lo.workers = workers;
-  lo.prefetch_depth = o.prefetch_depth;
-  lo.strict = o.strict;
-  return lo;
-}
-
-std::optional<data::Batch> next_batch(data::Loader& loader, std::uint32_t& epoch) {
-  for (;;) {
-    if (auto b = loader.next()) return b;
-    if (cancel_requested()) return std::nullopt;
-    loader.start_epoch(++epoch);
-  }
-}
-
-std::optional<LoaderDecode> parse_loader_decode(std::string_view text) {
-  if (text == "cpu") return LoaderDecode::cpu;
-  if (text == "gpu") return LoaderDecode::gpu;
-  if (text == "both") return LoaderDecode::both;
-  return std::nullopt;
+  return pipeline::cpu_loader_options(pipeline_options(o, pipeline::DecodeMode::cpu, workers),
+                                      workers);
 }
 
 std::vector<unsigned> default_worker_sweep(unsigned cores) {
@@ -192,28 +187,6 @@ std::vector<unsigned> default_worker_sweep(unsigned cores) {
   for (unsigned w = 1; w < cores; w *= 2) sweep.push_back(w);
   sweep.push_back(std::max(cores, 1u));
   return sweep;
-}
-
-data::ProcessFn jpeg_train_process(unsigned workers, int image_size) {
-  auto states = std::make_shared<std::vector<JpegWorker>>(workers);
-  data::AugmentOptions augment;
-  augment.out_w = image_size;
-  augment.out_h = image_size;
-  augment.layout = data::PixelLayout::hwc;
-  return [states, augment](const data::SampleView& sample, data::Philox& rng,
-                           std::span<std::uint8_t> dst) {
-    JpegWorker& w = (*states)[sample.worker];
-    try {
-      const data::DecodeAugmentResult r =
-          w.decoder.decode_augment(sample.bytes, rng, augment, dst.data(), w.scratch);
-      data::SampleResult out;
-      out.stage_s[0] = static_cast<double>(r.decode_ns) * 1e-9;
-      out.stage_s[1] = static_cast<double>(r.augment_ns) * 1e-9;
-      return out;
-    } catch (const data::DecodeError& e) {
-      return data::SampleResult::bad(e.what());
-    }
-  };
 }
 
 std::vector<Result> loader_results(const std::vector<LoaderPoint>& points) {
@@ -226,7 +199,7 @@ std::vector<Result> loader_results(const std::vector<LoaderPoint>& points) {
 
     Result b = Result::measured("loader.cpu.best.images_per_s", "loader CPU path, best sweep point",
                                 "images/s", best.batch_images_per_s);
-    b.param("workers", std::to_string(best.workers));
+    b.param("workers", static_cast<double>(best.workers), "", 0);
     out.push_back(std::move(b));
 
     // Per core: the 1-worker point when swept; else the fewest workers' rate per busy core.
@@ -239,9 +212,9 @@ std::vector<Result> loader_results(const std::vector<LoaderPoint>& points) {
                                "images/s", fewest.batch_images_per_s)
             : Result::measured("loader.cpu.per_core.images_per_s", "loader CPU path per core",
                                "images/s", {fewest.images_per_busy_core_s});
-    pc.param("workers", std::to_string(fewest.workers))
-        .param("images_per_busy_core_s", fixed(fewest.images_per_busy_core_s, 0))
-        .param("target_images_per_s", fixed(kLoaderTargetPerCoreImagesPerS, 0))
+    pc.param("workers", static_cast<double>(fewest.workers), "", 0)
+        .param("images_per_busy_core_s", fewest.images_per_busy_core_s, "images/s", 0)
+        .param("target_images_per_s", kLoaderTargetPerCoreImagesPerS, "images/s", 0)
         .param("target_source",
                "CPU path target: >= 800 images/s per core on the synthetic ImageNet-like set, "
                "3-4x a torchvision DataLoader worker (205-270 images/s)");
@@ -253,7 +226,7 @@ std::vector<Result> loader_results(const std::vector<LoaderPoint>& points) {
         knee = &p;
     Result k = Result::measured("loader.cpu.knee.workers", "fewest workers within 3 % of the best",
                                 "workers", {static_cast<double>(knee->workers)});
-    k.param("sweep", sweep_text(points)).param("best_workers", std::to_string(best.workers));
+    k.param("sweep", sweep_text(points)).param("best_workers", static_cast<double>(best.workers), "", 0);
     out.push_back(std::move(k));
 
     // More workers than the best point, and slower by more than the knee's margin.
@@ -322,12 +295,12 @@ namespace {
 // What a GPU-path run and a split run report alike: the nvJPEG stage times per batch, the
 // consumer's wait and the host CPU use.
 void add_gpu_run_params(Result& r, const GpuDecodeMeasurement& m) {
-  r.param("decode_ms_per_batch", fixed(m.decode_ms, 2))
-      .param("decode_host_ms_per_batch", fixed(m.decode_host_ms, 2))
-      .param("consumer_wait_ms_per_batch", fixed(m.consumer_wait_ms, 2));
-  if (m.cpu_cores_used) r.param("cpu_cores_used", fixed(*m.cpu_cores_used, 2));
-  if (m.cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", fixed(*m.cpu_busiest_core_pct, 1));
-  if (m.cpu_mean_pct) r.param("cpu_mean_pct", fixed(*m.cpu_mean_pct, 1));
+  r.param("decode_ms_per_batch", m.decode_ms, "ms", 2)
+      .param("decode_host_ms_per_batch", m.decode_host_ms, "ms", 2)
+      .param("consumer_wait_ms_per_batch", m.consumer_wait_ms, "ms", 2);
+  if (m.cpu_cores_used) r.param("cpu_cores_used", *m.cpu_cores_used, "", 2);
+  if (m.cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", *m.cpu_busiest_core_pct, "%", 1);
+  if (m.cpu_mean_pct) r.param("cpu_mean_pct", *m.cpu_mean_pct, "%", 1);
 }
 
 Result gpu_bad_samples_result(const std::string& key, const std::string& label,
@@ -335,27 +308,12 @@ Result gpu_bad_samples_result(const std::string& key, const std::string& label,
   Result bad = Result::measured(key, label, "samples",
                                 {static_cast<double>(m.bad_samples + m.decode_failures)},
                                 /*higher_is_better=*/false);
-  bad.param("before_decode", std::to_string(m.bad_samples))
-      .param("decode_failures", std::to_string(m.decode_failures));
+  bad.param("before_decode", static_cast<double>(m.bad_samples), "", 0)
+      .param("decode_failures", static_cast<double>(m.decode_failures), "", 0);
   for (const std::string& e : m.bad_examples) bad.reason += (bad.reason.empty() ? "" : "; ") + e;
   return bad;
 }
 }  // namespace
-
-bool split_to_gpu(std::size_t index, double gpu_share) {
-  if (gpu_share <= 0) return false;
-  if (gpu_share >= 1) return true;
-  // Fractional part of index * (golden ratio - 1), exactly: 2^64 / phi as a fixed-point step.
-  constexpr std::uint64_t kStep = 0x9E3779B97F4A7C15ull;
-  const std::uint64_t frac = static_cast<std::uint64_t>(index) * kStep;
-  return static_cast<double>(frac >> 11) * 0x1.0p-53 < gpu_share;
-}
-
-double balanced_gpu_share(double gpu_images_per_s, double cpu_images_per_s) {
-  if (!(gpu_images_per_s > 0)) return 0.05;
-  if (!(cpu_images_per_s > 0)) return 1;
-  return std::clamp(gpu_images_per_s / (gpu_images_per_s + cpu_images_per_s), 0.05, 1.0);
-}
 
 std::vector<Result> split_results(const std::optional<GpuDecodeMeasurement>& m,
                                   const std::string& why_not) {
@@ -365,19 +323,19 @@ std::vector<Result> split_results(const std::optional<GpuDecodeMeasurement>& m,
   std::vector<Result> out;
   Result r = Result::measured(key, label, "images/s", m->batch_images_per_s);
   const double decoded = static_cast<double>(m->gpu_decoded + m->cpu_decoded);
-  r.param("gpu_share_asked_pct", fixed(100 * m->gpu_share, 1))
+  r.param("gpu_share_asked_pct", 100 * m->gpu_share, "%", 1)
       .param("gpu_share_pct",
-             fixed(decoded > 0 ? 100 * static_cast<double>(m->gpu_decoded) / decoded : 0, 1))
-      .param("gpu_decoded", std::to_string(m->gpu_decoded))
-      .param("cpu_decoded", std::to_string(m->cpu_decoded))
-      .param("workers", std::to_string(m->workers))
+             decoded > 0 ? 100 * static_cast<double>(m->gpu_decoded) / decoded : 0, "%", 1)
+      .param("gpu_decoded", static_cast<double>(m->gpu_decoded), "", 0)
+      .param("cpu_decoded", static_cast<double>(m->cpu_decoded), "", 0)
+      .param("workers", static_cast<double>(m->workers), "", 0)
       .param("backend", m->backend)
-      .param("wall_images_per_s", fixed(m->wall_images_per_s, 0))
-      .param("cpu_decode_ms", fixed(m->cpu_decode_ms, 3))
-      .param("cpu_augment_ms", fixed(m->cpu_augment_ms, 3))
+      .param("wall_images_per_s", m->wall_images_per_s, "images/s", 0)
+      .param("cpu_decode_ms", m->cpu_decode_ms, "ms", 3)
+      .param("cpu_augment_ms", m->cpu_augment_ms, "ms", 3)
       .param("check", "PSNR " + fixed(m->check_psnr_db, 1) + " dB against the CPU path on " +
                           std::to_string(m->check_images) + " GPU-decoded images before timing")
-      .param("target_images_per_s", fixed(kLoaderHostTargetImagesPerS, 0))
+      .param("target_images_per_s", kLoaderHostTargetImagesPerS, "images/s", 0)
       .param("target_source",
              "host target: >= 10,000 images/s end to end on the 16-core H200 host, more than "
              "ResNet-50 trains at in mixed precision there");
@@ -387,12 +345,12 @@ std::vector<Result> split_results(const std::optional<GpuDecodeMeasurement>& m,
                                   "%", {decoded > 0 ? 100 * static_cast<double>(m->gpu_decoded) /
                                                           decoded
                                                     : 0});
-  share.param("asked_pct", fixed(100 * m->gpu_share, 1));
+  share.param("asked_pct", 100 * m->gpu_share, "%", 1);
   out.push_back(std::move(share));
   if (m->cpu_cores_used) {
     Result c = Result::measured("loader.split.cpu_cores", "split: CPU cores busy", "cores",
                                 {*m->cpu_cores_used}, /*higher_is_better=*/false);
-    c.param("workers", std::to_string(m->workers));
+    c.param("workers", static_cast<double>(m->workers), "", 0);
     out.push_back(std::move(c));
   }
   out.push_back(gpu_bad_samples_result(
@@ -409,16 +367,16 @@ std::vector<Result> gpu_decode_results(const std::optional<GpuDecodeMeasurement>
   Result r = Result::measured(key, label, "images/s", m->batch_images_per_s);
   r.param("backend", m->backend + (m->backend_note.empty() ? "" : " (" + m->backend_note + ")"))
       .param("library", m->library)
-      .param("reader_threads", std::to_string(m->workers))
-      .param("wall_images_per_s", fixed(m->wall_images_per_s, 0))
-      .param("images_timed", std::to_string(m->images))
-      .param("batches_timed", std::to_string(m->batches))
-      .param("host_read_ms_per_batch", fixed(m->host_read_ms, 2))
-      .param("resize_ms_per_batch", fixed(m->resize_ms, 3))
-      .param("single_decodes", std::to_string(m->single_decodes))
+      .param("reader_threads", static_cast<double>(m->workers), "", 0)
+      .param("wall_images_per_s", m->wall_images_per_s, "images/s", 0)
+      .param("images_timed", static_cast<double>(m->images), "", 0)
+      .param("batches_timed", static_cast<double>(m->batches), "", 0)
+      .param("host_read_ms_per_batch", m->host_read_ms, "ms", 2)
+      .param("resize_ms_per_batch", m->resize_ms, "ms", 3)
+      .param("single_decodes", static_cast<double>(m->single_decodes), "", 0)
       .param("check", "PSNR " + fixed(m->check_psnr_db, 1) + " dB against the CPU path on " +
                           std::to_string(m->check_images) + " images before timing")
-      .param("target_images_per_s", fixed(kLoaderGpuDecodeTargetImagesPerS, 0))
+      .param("target_images_per_s", kLoaderGpuDecodeTargetImagesPerS, "images/s", 0)
       .param("target_source",
              "GPU decode target: the nvJPEG path >= 15,000 images/s end to end, files to the "
              "normalized batch tensor: ~70 % of torchvision's batched decode alone (21,000)");
@@ -440,7 +398,7 @@ std::vector<Result> gpu_decode_results(const std::optional<GpuDecodeMeasurement>
   if (m->cpu_cores_used) {
     Result c = Result::measured("loader.gpu_decode.cpu_cores", "GPU path: CPU cores busy",
                                 "cores", {*m->cpu_cores_used}, /*higher_is_better=*/false);
-    c.param("reader_threads", std::to_string(m->workers));
+    c.param("reader_threads", static_cast<double>(m->workers), "", 0);
     out.push_back(std::move(c));
   }
   out.push_back(gpu_bad_samples_result(
@@ -454,15 +412,15 @@ Result data_wait_result(const std::optional<DataWaitMeasurement>& m, const std::
   const char* label = "data loading share of step time (GPU waiting for data)";
   if (!m) return Result::skipped(key, label, "%", why_not);
   Result r = Result::measured(key, label, "%", {m->wait_share_pct}, /*higher_is_better=*/false);
-  r.param("workers", std::to_string(m->workers));
-  r.param("step", fixed(m->step_ms, 1) + " ms asked, " +
-                      fixed(m->step_ms_measured.empty() ? 0 : quantile(m->step_ms_measured, 0.5),
-                            1) +
-                      " ms measured (median), a calibrated busy kernel");
-  r.param("fed", grouped(m->images_per_s) + " images/s through pinned slots, H2D and the "
-                                             "normalization kernel (bf16, NCHW)");
-  r.param("host blocked in next()", fixed(m->consumer_wait_ms, 1) + " ms of " +
-                                        fixed(m->wall_ms, 1) + " ms");
+  r.param("workers", static_cast<double>(m->workers), "", 0);
+  r.param("step_ms_asked", m->step_ms, "ms", 1)
+      .param("step_ms_measured",
+             m->step_ms_measured.empty() ? 0 : quantile(m->step_ms_measured, 0.5), "ms", 1)
+      .param("step", "a calibrated busy kernel per batch (median of the measured steps)")
+      .param("fed_images_per_s", m->images_per_s, "images/s", 0)
+      .param("fed", "through pinned slots, H2D and the normalization kernel (bf16, NCHW)")
+      .param("host_blocked_ms", m->consumer_wait_ms, "ms", 1)
+      .param("wall_ms", m->wall_ms, "ms", 1);
   return r;
 }
 
@@ -536,7 +494,7 @@ void run_cpu_sweep(const data::Dataset& dataset, const LoaderBenchOptions& optio
         Result r = Result::measured(std::string("loader.gpu.h2d.") + kind + ".gbps",
                                     std::string("one batch host to GPU, ") + kind + " memory",
                                     "GB/s", {gbps});
-        r.param("bytes", grouped(static_cast<double>(bytes)));
+        r.param("bytes", static_cast<double>(bytes), "B", 0);
         sink.add(std::move(r));
       }
     }
@@ -561,7 +519,7 @@ void run_split(const data::Dataset& dataset, const LoaderBenchOptions& o, unsign
         gpu->batch_images_per_s.empty() ? 0 : quantile(gpu->batch_images_per_s, 0.5);
     DecodeSplit split;
     split.gpu_share =
-        o.gpu_share > 0 ? o.gpu_share : balanced_gpu_share(gpu_rate, best.images_per_s);
+        o.gpu_share > 0 ? o.gpu_share : pipeline::balanced_gpu_share(gpu_rate, best.images_per_s);
     split.workers = std::max(1u, cores > 1 ? cores - 1 : 1u);
     sink.progress("CPU/GPU split: " + fixed(100 * split.gpu_share, 0) + " % of the samples to " +
                   "nvJPEG (" + (o.gpu_share > 0 ? std::string("asked") :
@@ -584,8 +542,29 @@ void run_split(const data::Dataset& dataset, const LoaderBenchOptions& o, unsign
 
 }  // namespace
 
+std::span<const SectionRule> loader_section_rules() {
+  static constexpr SectionRule kRules[] = {
+      {"loader.cpu", "loader.cpu", "Loader, CPU path (read, JPEG decode, crop + flip)",
+       Layout::benchmark},
+      {"loader.bad_samples", "loader.cpu", "Loader, CPU path (read, JPEG decode, crop + flip)",
+       Layout::benchmark},
+      {"loader.stage", "loader.stage", "Loader, time per image by stage (best point)",
+       Layout::benchmark},
+      {"loader.data_wait_share", "loader.data_wait_share", "Loader feeding a GPU step",
+       Layout::benchmark},
+      {"loader.gpu", "loader.gpu", "Loader feeding a GPU step, by prefetch depth",
+       Layout::benchmark},
+      {"loader.gpu_decode", "loader.gpu_decode", "Loader, GPU decode path (nvJPEG, resize kernel)",
+       Layout::benchmark},
+      {"loader.split", "loader.split", "Loader, CPU/GPU split (CPU decode + nvJPEG, one tensor)",
+       Layout::benchmark},
+  };
+  return kRules;
+}
+
 LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBenchOptions& options,
                                     ResultSink& sink) {
+  sink.declare_sections(loader_section_rules());
   if (dataset.format() != data::SampleFormat::jpeg) {
     throw Error(ErrorKind::usage, "loader benchmark needs JPEG samples: " + dataset.source() +
                                       " (" + std::string(dataset.kind()) + ") holds " +
@@ -623,8 +602,8 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
       {"loader.seconds_per_point", "seconds per sweep point", fixed(options.seconds_per_point, 1)});
 
   LoaderBenchOutcome outcome;
-  if (options.decode != LoaderDecode::gpu) run_cpu_sweep(dataset, options, sweep, sink, outcome);
-  if (options.decode != LoaderDecode::cpu && !outcome.interrupted) {
+  if (options.decode != DecodeMode::gpu) run_cpu_sweep(dataset, options, sweep, sink, outcome);
+  if (options.decode != DecodeMode::cpu && !outcome.interrupted) {
     sink.progress("GPU decode path: nvJPEG batches + resize-crop-normalize kernel");
     std::string why_not;
     const auto m = measure_gpu_decode(dataset, options, sink, why_not);
@@ -638,7 +617,7 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
       sink.progress("  skipped: " + why_not);
     }
     for (Result& r : gpu_decode_results(m, why_not)) sink.add(std::move(r));
-    if (options.decode == LoaderDecode::both && !outcome.interrupted)
+    if (options.decode == DecodeMode::both && !outcome.interrupted)
       run_split(dataset, options, cores, outcome, m, sink);
   }
   return outcome;

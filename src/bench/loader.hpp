@@ -16,20 +16,23 @@
 // Results go through a ResultSink (keys: docs/results.md "loader.*"). Ctrl-C ends the sweep: the
 // point in progress is dropped, the points measured are summarised and reported.
 //
-// --decode gpu|both adds the GPU decode path (bench/gpu/loader_nvjpeg.cpp, docs/loader.md): host
-// threads read the files and parse headers, nvJPEG decodes whole batches (the hardware JPEG
-// engines where the card has them), one kernel crops, resizes, flips and normalizes into the
-// batch tensor with the CPU path's crop and flip draws.
+// The input pipeline itself is src/pipeline (the CPU per-sample work, the device halves, the
+// nvJPEG path and the CPU/GPU split); this suite measures it.
 //
-// --decode both then runs the CPU/GPU split: one Loader whose workers decode a share of the
-// samples on the CPU (into 224x224 pixels) and only read + parse the rest for nvJPEG, in the same
-// batches; the share sent to the GPU defaults to what keeps both busy, R_gpu / (R_gpu + R_cpu)
-// from the two rates just measured (--gpu-share overrides it). Which path a sample takes depends
-// on its dataset index only (split_to_gpu), so batches stay the same for any worker count.
+// --decode gpu|both adds the GPU decode path (pipeline/gpu/nvjpeg_batch.hpp, docs/loader.md):
+// host threads read the files and parse headers, nvJPEG decodes whole batches (the hardware
+// JPEG engines where the card has them), one kernel crops, resizes, flips and normalizes into
+// the batch tensor with the CPU path's crop and flip draws.
+//
+// --decode both then runs the CPU/GPU split (pipeline/split.hpp): one Loader whose workers
+// decode a share of the samples on the CPU and only read + parse the rest for nvJPEG, in the
+// same batches; the share sent to the GPU defaults to what keeps both busy, R_gpu / (R_gpu +
+// R_cpu) from the two rates just measured (--gpu-share overrides it).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +40,7 @@
 #include "bench/probe.hpp"
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
+#include "pipeline/options.hpp"
 
 namespace gb::bench {
 
@@ -51,11 +55,6 @@ inline constexpr double kLoaderGpuDecodeTargetImagesPerS = 15000;
 // reduced precision on one H200 (about 7,000 images/s) with room to spare.
 inline constexpr double kLoaderHostTargetImagesPerS = 10000;
 
-// Which decode paths `gpubase loader` measures: the CPU sweep, the GPU (nvJPEG) path, or both
-// (the CPU sweep first).
-enum class LoaderDecode { cpu, gpu, both };
-std::optional<LoaderDecode> parse_loader_decode(std::string_view text);  // "cpu", "gpu", "both"
-
 struct LoaderBenchOptions {
   std::size_t batch_size = 256;
   int image_size = 224;           // output side: image_size x image_size x 3, HWC uint8
@@ -66,7 +65,9 @@ struct LoaderBenchOptions {
   // The GPU step the loader feeds for the data-wait share: batch / gpu_images_per_s long.
   // 3,000 images/s is about an eager-PyTorch ResNet-50 step on an H200 (bench/NOTES.md).
   double gpu_images_per_s = 3000;
-  LoaderDecode decode = LoaderDecode::cpu;
+  // Which paths run: the CPU sweep, the GPU (nvJPEG) path, or both (the CPU sweep first, then
+  // the GPU path, then the split).
+  pipeline::DecodeMode decode = pipeline::DecodeMode::cpu;
   bool strict = false;  // a bad sample fails the run, naming the file
   // The GPU decode path: host threads reading files and parsing headers (0: min(4, cores)),
   // nvJPEG backend ("auto", "hardware", "gpu_hybrid", "default"), and the largest JPEG a sample
@@ -79,27 +80,15 @@ struct LoaderBenchOptions {
   double gpu_share = 0;
 };
 
-// The CPU/GPU split's rule: whether the sample at dataset `index` goes to nvJPEG when a share
-// `gpu_share` of all samples does (a golden-ratio sequence: over any run of consecutive indices
-// the fraction sent is within a few samples of the share). share <= 0: never; >= 1: always.
-bool split_to_gpu(std::size_t index, double gpu_share);
-// The share that keeps both paths busy: gpu / (gpu + cpu) images/s, clamped to [0.05, 1].
-double balanced_gpu_share(double gpu_images_per_s, double cpu_images_per_s);
-
 // 1, 2, 4, 8, ... below `cores`, then `cores` itself.
 std::vector<unsigned> default_worker_sweep(unsigned cores);
 
-// The per-sample work: one JpegDecoder and scratch per worker (SampleView::worker), decode +
-// RandomResizedCrop + flip into dst (image_size^2 * 3 bytes, HWC), stage times "decode" and
-// "augment". A JPEG the decoder rejects is SampleResult::bad (the loader substitutes it).
-data::ProcessFn jpeg_train_process(unsigned workers, int image_size);
-
-// The Loader options of a benchmark run with `workers` worker threads.
+// The Loader options of a benchmark run with `workers` worker threads (the CPU path's).
 data::LoaderOptions loader_options(const LoaderBenchOptions& options, unsigned workers);
-
-// The next batch, starting the next epoch when one ends (epoch counts them); empty after Ctrl-C.
-// Batches still held (on the GPU, until their copies finish) carry over into the new epoch.
-std::optional<data::Batch> next_batch(data::Loader& loader, std::uint32_t& epoch);
+// The input pipeline a benchmark run measures: the options' batch, size, prefetch, seed,
+// strict and nvJPEG knobs, bf16 NCHW with ImageNet normalization, `workers` threads.
+pipeline::PipelineOptions pipeline_options(const LoaderBenchOptions& options,
+                                           pipeline::DecodeMode decode, unsigned workers);
 
 // One measured sweep point.
 struct LoaderPoint {
@@ -126,11 +115,14 @@ struct LoaderBenchOutcome {
 // Runs what options.decode asks (the CPU sweep and its data-wait share, the GPU decode path, or
 // both) on `dataset` and reports facts and results to `sink`. Throws gb::Error (usage) for a
 // dataset whose samples are not JPEGs or bad options, and for a bad sample under strict.
+// Where the loader's results print (ResultSink::declare_sections).
+std::span<const SectionRule> loader_section_rules();
+
 LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBenchOptions& options,
                                     ResultSink& sink);
 
-// The data-wait share on a GPU (bench/gpu/loader_feed.cpp): the loader with `workers` feeds a
-// stand-in GPU step of batch / gpu_images_per_s through pinned slots, H2D and normalization.
+// The data-wait share on a GPU (bench/gpu/loader_feed.cpp): the CPU-path input pipeline with
+// `workers` feeds a stand-in GPU step of batch / gpu_images_per_s.
 struct DataWaitMeasurement {
   unsigned workers = 0;
   double step_ms = 0;                    // asked
@@ -148,10 +140,11 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
                                                      unsigned workers);
 Result data_wait_result(const std::optional<DataWaitMeasurement>& m, const std::string& why_not);
 
-// The GPU decode path, measured (bench/gpu/loader_nvjpeg.cpp). Per-batch stage times: host read
-// = CPU time the reader threads spent per batch (read + header + crop draw + copy into the
-// pinned slot, summed over threads); decode = GPU time of the nvJPEG calls (events) and the time
-// the calling thread was blocked in them; resize = the resize-crop-normalize kernel (events).
+// The GPU decode path's input pipeline, measured (bench/gpu/loader_nvjpeg.cpp). Per-batch stage
+// times: host read = CPU time the reader threads spent per batch (read + header + crop draw + copy
+// into the pinned slot, summed over threads); decode = GPU time of the nvJPEG calls (events) and
+// the time the calling thread was blocked in them; resize = the resize-crop-normalize kernel
+// (events).
 struct GpuDecodeMeasurement {
   std::string backend;       // "hardware", "gpu_hybrid", "default"
   std::string backend_note;  // why not the hardware engines, when not

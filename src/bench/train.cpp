@@ -68,6 +68,22 @@ Result& config_params(Result& r, const TrainConfig& c) {
       .param("graph", c.cuda_graph ? "yes" : "no");
 }
 
+// What fed a loader-fed run: the decode mode, the split's share, nvJPEG's backend.
+Result& feed_params(Result& r, const TrainMeasurement& m) {
+  if (m.data_source.empty()) return r;
+  r.param("data", m.data_source);
+  if (!m.data_decode.empty()) r.param("decode", m.data_decode);
+  if (m.data_gpu_share) {
+    r.param("gpu_share_pct", 100 * *m.data_gpu_share, "%", 1);
+    if (!m.data_gpu_share_source.empty()) r.param("gpu_share_source", m.data_gpu_share_source);
+  }
+  if (!m.data_nvjpeg_backend.empty()) {
+    r.param("nvjpeg_backend", m.data_nvjpeg_backend);
+    r.param("decode_failures", static_cast<double>(m.data_decode_failures), "", 0);
+  }
+  return r;
+}
+
 Result failed_result(const TrainMeasurement& m, const std::string& reason) {
   Result r = Result::skipped(train_key(m.config, "images_per_s"),
                              "training " + config_label(m.config), "images/s", "");
@@ -110,6 +126,16 @@ std::vector<TrainConfig> train_configs(const TrainBenchOptions& o) {
   const std::vector<std::string> precisions =
       select(o.precisions.empty() ? train_precisions() : o.precisions, train_precisions(),
              "precision", "--precision");
+  if (o.data.empty() && (o.data_decode != pipeline::DecodeMode::cpu || o.data_gpu_share != 0))
+    throw Error(ErrorKind::usage,
+                "--decode and --gpu-share choose how --data is decoded: give "
+                "--data PATH (without it the input is a synthetic batch)");
+  if (!(o.data_gpu_share >= 0 && o.data_gpu_share <= 1))
+    throw Error(ErrorKind::usage,
+                "--gpu-share: give the share of samples nvJPEG decodes, in "
+                "(0, 1], or 0 for the balanced share");
+  if (o.data_gpu_share != 0 && o.data_decode != pipeline::DecodeMode::both)
+    throw Error(ErrorKind::usage, "--gpu-share sets the CPU/GPU split: it needs --decode both");
   if (!o.data.empty()) {
     for (const std::string& m : models)
       if (m == "small_resnet")
@@ -170,21 +196,15 @@ std::optional<double> train_data_wait_pct(const TrainMeasurement& m) {
   return std::clamp(100.0 * (1.0 - busy / wall), 0.0, 100.0);
 }
 
-std::vector<Result> train_results(const TrainMeasurement& m) {
-  const TrainConfig& c = m.config;
-  if (!m.error.empty()) return {failed_result(m, m.error)};
-  if (m.final_loss && !std::isfinite(*m.final_loss))
-    return {failed_result(m, non_finite_loss_reason(m, *m.final_loss))};
-  if (m.interrupted && m.step_ms.empty())
-    return train_skipped_results({c}, "interrupted (Ctrl-C) before a timed step completed");
-  if (m.step_ms.empty() || !m.final_loss) return {failed_result(m, "no timed step completed")};
+namespace {
 
-  const std::string label = config_label(c);
+// <cfg>.images_per_s of a configuration that timed its steps.
+Result images_result(const TrainMeasurement& m, double median_ms) {
+  const TrainConfig& c = m.config;
   std::vector<double> rates;
   for (const double ms : m.step_ms) rates.push_back(ms > 0 ? c.batch * 1e3 / ms : 0);
-  const double median_ms = quantile(m.step_ms, 0.5);
-  Result ips = Result::measured(train_key(c, "images_per_s"), "training " + label, "images/s",
-                                std::move(rates));
+  Result ips = Result::measured(train_key(c, "images_per_s"), "training " + config_label(c),
+                                "images/s", std::move(rates));
   // images/s from the median step, so images/s and step_ms agree exactly.
   if (median_ms > 0) ips.value = c.batch * 1e3 / median_ms;
   config_params(ips, c);
@@ -205,24 +225,21 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
     ips.param("skipped_steps", static_cast<double>(m.skipped_steps), "", 0);
   }
   ips.telemetry = m.telemetry;
-  const bool fed = !m.data_source.empty();
-  if (fed) {
-    ips.param("data", m.data_source);
+  if (!m.data_source.empty()) {
+    feed_params(ips, m);
     ips.param("bad_samples", static_cast<double>(m.bad_samples), "", 0);
   }
   if (m.loss_scale && m.skipped_steps > 0)
     ips.reason = std::to_string(m.skipped_steps) + " of the " + std::to_string(m.step_ms.size()) +
                  " timed steps skipped their update (FP16 gradients overflowed at loss scale " +
                  fixed(*m.loss_scale, 0) + "); a skipped update is a little cheaper";
+  return ips;
+}
 
-  Result step = Result::measured(train_key(c, "step_ms"), "training step " + label, "ms",
-                                 m.step_ms, /*higher_is_better=*/false);
-  config_params(step, c);
-  step.param("method", "CUDA events between consecutive steps on the trainer's stream, no host "
-                       "synchronisation until the last");
-
-  Result mem = Result::measured(train_key(c, "memory_gib"), "device memory " + label, "GiB",
-                                {gib(m.trainer_bytes)}, /*higher_is_better=*/false);
+Result memory_result(const TrainMeasurement& m) {
+  const TrainConfig& c = m.config;
+  Result mem = Result::measured(train_key(c, "memory_gib"), "device memory " + config_label(c),
+                                "GiB", {gib(m.trainer_bytes)}, /*higher_is_better=*/false);
   config_params(mem, c);
   mem.param("source", "Trainer::device_bytes(): weights, gradients, optimizer state, "
                       "activations and workspaces the engine allocated; device_memory_used_gib: "
@@ -230,21 +247,58 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
                       "library workspaces and graph memory)");
   if (m.used_bytes) mem.param("device_memory_used_gib", gib(*m.used_bytes), "GiB", 2);
   if (m.total_bytes) mem.param("device_memory_total_gib", gib(*m.total_bytes), "GiB", 1);
-  std::vector<Result> out{std::move(ips), std::move(step), std::move(mem)};
-  if (const auto wait = train_data_wait_pct(m)) {
-    Result w = Result::measured(train_key(c, "data_wait_pct"),
-                                "GPU waiting for data " + label, "%", {*wait},
-                                /*higher_is_better=*/false);
-    config_params(w, c);
-    const double gpu_ms = quantile(m.gpu_step_ms, 0.5);
-    w.param("data", m.data_source)
-        .param("gpu_step_ms", gpu_ms, "ms", 2)
-        .param("step_ms", median_ms, "ms", 2)
-        .param("method", "1 - sum of the steps' GPU time (events right around each step) / sum "
-                         "of the step intervals (events between consecutive steps, waits "
-                         "included); gpu_step_ms and step_ms are the medians of the two");
-    out.push_back(std::move(w));
+  return mem;
+}
+
+// <cfg>.data_wait_pct of a run fed by the input pipeline. The verdict is diagnose's, with the
+// checklist's data-loading limits.
+Result data_wait_result(const TrainMeasurement& m, double wait, double median_ms) {
+  const TrainConfig& c = m.config;
+  Result w = Result::measured(train_key(c, "data_wait_pct"),
+                              "GPU waiting for data " + config_label(c), "%", {wait},
+                              /*higher_is_better=*/false);
+  config_params(w, c);
+  feed_params(w, m);
+  double busy_ms = 0, wall_ms = 0;
+  for (const double ms : m.gpu_step_ms) busy_ms += ms;
+  for (const double ms : m.step_ms) wall_ms += ms;
+  w.param("gpu_step_ms", quantile(m.gpu_step_ms, 0.5), "ms", 2)
+      .param("step_ms", median_ms, "ms", 2)
+      .param("gpu_step_ms_sum", busy_ms, "ms", 2)
+      .param("step_ms_sum", wall_ms, "ms", 2)
+      .param("method",
+             "100 x (1 - gpu_step_ms_sum / step_ms_sum): the steps' GPU time (events right "
+             "around each step) against the step intervals (events between consecutive steps, "
+             "waits included); gpu_step_ms and step_ms are the medians of the two");
+  return w;
+}
+
+}  // namespace
+
+std::vector<Result> train_results(const TrainMeasurement& m) {
+  const TrainConfig& c = m.config;
+  if (!m.skipped_reason.empty()) {
+    std::vector<Result> skipped = train_skipped_results({c}, m.skipped_reason);
+    feed_params(skipped.front(), m);
+    return skipped;
   }
+  if (!m.error.empty()) return {failed_result(m, m.error)};
+  if (m.final_loss && !std::isfinite(*m.final_loss))
+    return {failed_result(m, non_finite_loss_reason(m, *m.final_loss))};
+  if (m.interrupted && m.step_ms.empty())
+    return train_skipped_results({c}, "interrupted (Ctrl-C) before a timed step completed");
+  if (m.step_ms.empty() || !m.final_loss) return {failed_result(m, "no timed step completed")};
+
+  const double median_ms = quantile(m.step_ms, 0.5);
+  Result step = Result::measured(train_key(c, "step_ms"), "training step " + config_label(c), "ms",
+                                 m.step_ms, /*higher_is_better=*/false);
+  config_params(step, c);
+  step.param("method",
+             "CUDA events between consecutive steps on the trainer's stream, no host "
+             "synchronisation until the last");
+  std::vector<Result> out{images_result(m, median_ms), std::move(step), memory_result(m)};
+  if (const auto wait = train_data_wait_pct(m))
+    out.push_back(data_wait_result(m, *wait, median_ms));
   return out;
 }
 
@@ -274,13 +328,28 @@ std::string train_engine_missing_reason() {
 namespace {
 
 #ifdef GPUBASE_WITH_NN
+std::string train_data_text(const TrainBenchOptions& o) {
+  if (o.data.empty())
+    return "synthetic batch made once on the GPU (normal(0,1) images, random labels)";
+  switch (o.data_decode) {
+    case pipeline::DecodeMode::gpu:
+      return o.data +
+             " through the input pipeline, nvJPEG (reader threads, batched nvJPEG "
+             "decode, one resize-crop-flip-normalize kernel on the GPU)";
+    case pipeline::DecodeMode::both:
+      return o.data +
+             " through the input pipeline, the CPU/GPU split (a share of the samples "
+             "decoded by nvJPEG, the rest by CPU workers, in the same batches)";
+    case pipeline::DecodeMode::cpu:
+      break;
+  }
+  return o.data +
+         " through the input pipeline, CPU decode (JPEG decode + RandomResizedCrop "
+         "224 + flip on CPU workers, pinned slots, H2D and normalization on the GPU)";
+}
+
 void add_train_facts(const TrainBenchOptions& o, ResultSink& sink) {
-  sink.add_fact({"train.data", "training data",
-                 o.data.empty()
-                     ? "synthetic batch made once on the GPU (normal(0,1) images, random labels)"
-                     : o.data + " through the loader (JPEG decode + RandomResizedCrop 224 + flip "
-                                "on CPU workers, pinned slots, H2D and normalization on the "
-                                "GPU)"});
+  sink.add_fact({"train.data", "training data", train_data_text(o)});
   sink.add_fact({"train.steps", "steps per configuration",
                  std::to_string(o.warmup) + " warm-up + " + std::to_string(o.steps) + " timed"});
   sink.add_fact({"train.graph", "CUDA graph",

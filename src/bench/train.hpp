@@ -29,6 +29,7 @@
 
 #include "bench/probe.hpp"
 #include "core/result.hpp"
+#include "pipeline/options.hpp"
 
 namespace gb::bench {
 
@@ -56,8 +57,14 @@ struct TrainBenchOptions {
   // .gbpack) through the loader (decode + RandomResizedCrop + flip on `data_workers` CPU
   // threads, pinned slots, H2D on its own stream, normalization on the GPU), and the share of
   // step time the GPU waited for it. resnet50 and mobilenet_v2 only (3x224x224 inputs).
+  // How the input pipeline (src/pipeline) decodes it: cpu (the workers decode, the GPU copies
+  // and normalizes), gpu (nvJPEG decodes whole batches, one kernel crops, resizes and
+  // normalizes) or both (the CPU/GPU split); for both, the share of samples nvJPEG decodes in
+  // (0, 1], 0: the balanced share from both paths measured alone for a few batches first.
   std::string data;
-  unsigned data_workers = 0;  // 0: the usable cores but one
+  pipeline::DecodeMode data_decode = pipeline::DecodeMode::cpu;
+  double data_gpu_share = 0;
+  unsigned data_workers = 0;  // 0: the pipeline's default for the decode mode
   std::size_t data_prefetch = 4;
 };
 
@@ -106,8 +113,16 @@ struct TrainMeasurement {
   // Fed by the loader (TrainBenchOptions::data): the GPU time of each timed step alone (events
   // right around it; step_ms also holds any wait for data), and what fed it.
   std::vector<double> gpu_step_ms;
-  std::string data_source;       // "ImageFolder /data/train (1,281,167 samples), 15 workers"
+  std::string data_source;       // "ImageFolder /data/train (1,281,167 samples), CPU decode, ..."
   std::size_t bad_samples = 0;   // substituted by the loader during the run
+  std::string data_decode;       // "cpu", "gpu", "both"; empty: the synthetic batch
+  std::optional<double> data_gpu_share;  // both: the share of samples sent to nvJPEG
+  std::string data_gpu_share_source;     // "asked", or the two rates it was balanced from
+  std::string data_nvjpeg_backend;       // gpu, both: "hardware", ...
+  std::size_t data_decode_failures = 0;  // gpu, both: rejected by nvJPEG (left at the mean)
+  // The input pipeline could not run here (no libnvjpeg for gpu or both): the configuration
+  // is skipped with this reason.
+  std::string skipped_reason;
 };
 
 // Share of the timed wall time (GPU timeline) the GPU spent waiting for data: 1 - sum of the
@@ -121,8 +136,10 @@ std::optional<double> train_data_wait_pct(const TrainMeasurement& m);
 //   <cfg>.step_ms       step times (lower is better)
 //   <cfg>.memory_gib    device memory the trainer allocated (lower is better)
 //   <cfg>.data_wait_pct with --data: the share of step time spent waiting for the loader
+//                       (params data, decode, gpu_share_pct for the split)
 // A failed configuration (engine error, non-finite loss, no step timed) is one images_per_s
-// result with status fail and the reason.
+// result with status fail and the reason; one whose input pipeline cannot run here
+// (skipped_reason) is one skipped images_per_s result with the reason.
 std::vector<Result> train_results(const TrainMeasurement& m);
 
 // One skipped images_per_s result per configuration, all for `reason`.

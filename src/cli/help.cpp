@@ -132,18 +132,26 @@ std::string train_help() {
   gpubase train --model resnet50,mobilenet_v2 --precision fp16,bf16
   gpubase train --model small_resnet --batch 256 --steps 200 --json -o train.json
   gpubase train --data /data/imagenet/train --precision bf16   fed by the loader: does it keep up?
+  gpubase train --data /data/imagenet/train --precision bf16 --decode gpu     nvJPEG feeds it
+  gpubase train --data /data/imagenet/train --decode both --gpu-share 0.7     the CPU/GPU split
 
 Each configuration (model x precision) builds the model on cuDNN + cuBLASLt (SGD, momentum
 0.9, weight decay 1e-4, FP32 master weights; FP16 with dynamic loss scaling; FP16/BF16 in
-NHWC), makes one synthetic batch on the GPU (or, with --data, starts the loader on the JPEG
-dataset), runs --warmup steps (the step is captured there as a CUDA graph unless --no-graph),
-then --steps timed steps with a CUDA event between consecutive steps and no host
+NHWC), makes one synthetic batch on the GPU (or, with --data, starts the input pipeline on the
+JPEG dataset), runs --warmup steps (the step is captured there as a CUDA graph unless
+--no-graph), then --steps timed steps with a CUDA event between consecutive steps and no host
 synchronisation until the last. With --data, an event right before each step also gives the
-share of step time the GPU waited for data (train.<cfg>.data_wait_pct, warn from 10 %). Reported per configuration (train.<model>.<precision>.
-b<batch>.*): images/s from the median step, step time (median, min, max), device memory, the
-parameter count, the first and final loss (a NaN or infinite loss fails the configuration),
-the FP16 loss scale and skipped updates, the clocks and power seen while it ran, and on an H200
-the ratio to PyTorch's figure for the same model, precision and batch. Out of memory at a batch
+share of step time the GPU waited for data (train.<cfg>.data_wait_pct, warn from 10 %).
+--decode picks what decodes the JPEGs: cpu (the loader's workers; default), gpu (nvJPEG, whole
+batches, one resize kernel) or both (the CPU/GPU split; --gpu-share F sends a share F of the
+samples to nvJPEG, default: the share that keeps both busy, from both paths measured alone
+first). Without libnvjpeg, --decode gpu|both reports each configuration skipped with the
+reason; the decode mode is a param of the results. Reported per configuration
+(train.<model>.<precision>.b<batch>.*): images/s from the median step, step time (median,
+min, max), device memory, the parameter count, the first and final loss (a NaN or infinite
+loss fails the configuration), the FP16 loss scale and skipped updates, the clocks and power
+seen while it ran, and on an H200 the ratio to PyTorch's figure for the same model, precision
+and batch. Out of memory at a batch
 fails that configuration with the memory needed and a batch that fits; the others still run.
 Ctrl-C stops between steps and reports what was measured (exit 130). Keys: docs/results.md
 "train.*"; details: docs/train.md.)";

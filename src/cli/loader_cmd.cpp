@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "data/open.hpp"
 #include "data/synth.hpp"
+#include "pipeline/options.hpp"
 
 namespace gb::cli {
 
@@ -130,10 +131,7 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
 int run_loader_command(const LoaderCli& cli) {
   bench::LoaderBenchOptions options = cli.bench;
   if (!cli.workers.empty()) options.workers = parse_workers(cli.workers);
-  const auto decode = bench::parse_loader_decode(cli.decode);
-  if (!decode)
-    throw Error(ErrorKind::usage, "--decode: '" + cli.decode + "' is not cpu, gpu or both");
-  options.decode = *decode;
+  options.decode = pipeline::decode_mode_from(cli.decode, "--decode");
   if (cli.gpu_max_jpeg_kb == 0 || cli.gpu_max_jpeg_kb > 64 * 1024)
     throw Error(ErrorKind::usage, "--gpu-max-jpeg-kb: 1 .. 65536");
   options.gpu_max_jpeg_bytes = cli.gpu_max_jpeg_kb * 1024;

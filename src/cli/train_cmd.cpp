@@ -12,11 +12,13 @@
 #include "cli/run_args.hpp"
 #include "cli/suite_run.hpp"
 #include "core/error.hpp"
+#include "pipeline/options.hpp"
 
 namespace gb::cli {
 
 struct TrainCli {
   bench::TrainBenchOptions bench;
+  std::string decode;  // empty: cpu
   OutputOptions out;
   bool save = false;
 };
@@ -46,8 +48,16 @@ std::shared_ptr<TrainCli> add_train_command(CLI::App& app, CLI::App*& cmd) {
                   "train on a JPEG dataset (ImageFolder, WebDataset shards, .gbpack) through "
                   "the loader instead of the synthetic batch, and report the share of step time "
                   "the GPU waited for data");
+  cmd->add_option("--decode", cli->decode,
+                  "with --data: cpu (CPU workers decode, the GPU normalizes; default), gpu "
+                  "(nvJPEG decodes whole batches, one GPU kernel crops and resizes) or both (the "
+                  "CPU/GPU split: a share of the samples each way, in the same batches)");
+  cmd->add_option("--gpu-share", cli->bench.data_gpu_share,
+                  "with --decode both: share of the samples nvJPEG decodes, in (0, 1] (default: "
+                  "the share that keeps both paths busy, from their rates measured first)");
   cmd->add_option("--workers", cli->bench.data_workers,
-                  "with --data: loader worker threads (default: the usable cores but one)");
+                  "with --data: loader worker threads (default: the usable cores but one; "
+                  "--decode gpu: min(4, cores) reader threads)");
   cmd->add_option("--prefetch", cli->bench.data_prefetch, "with --data: batch slots in the ring")
       ->capture_default_str();
   cmd->add_option("-d,--device", cli->bench.device, "CUDA device index")->capture_default_str();
@@ -57,9 +67,15 @@ std::shared_ptr<TrainCli> add_train_command(CLI::App& app, CLI::App*& cmd) {
 }
 
 int run_train_command(const TrainCli& cli) {
+  bench::TrainBenchOptions options = cli.bench;
+  if (!cli.decode.empty()) {
+    options.data_decode = pipeline::decode_mode_from(cli.decode, "--decode");
+    if (options.data.empty())
+      throw Error(ErrorKind::usage, "--decode chooses how --data is decoded: give --data PATH");
+  }
   SuiteRun suite("train");
   bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
-  const bench::TrainBenchOutcome outcome = bench::run_train_bench(cli.bench, sink);
+  const bench::TrainBenchOutcome outcome = bench::run_train_bench(options, sink);
   if (outcome.interrupted)
     progress_line(cli.out, "interrupted: reporting the configurations measured so far");
   suite.complete(sink, {outcome.gpu_found, outcome.no_gpu_reason, outcome.interrupted});

@@ -62,7 +62,7 @@ class LoaderSplitGpu : public ::testing::Test {
     o.workers = {2};
     o.prefetch_depth = 3;
     o.seconds_per_point = 0.5;
-    o.decode = LoaderDecode::both;
+    o.decode = pipeline::DecodeMode::both;
     o.gpu_share = share;
     return o;
   }
@@ -78,14 +78,14 @@ TEST_F(LoaderSplitGpu, AskedShareIsMeasuredAndTheChecksPass) {
   ASSERT_NE(r->status, Status::skipped) << r->reason;
   ASSERT_TRUE(r->value);
   EXPECT_GT(*r->value, 0);
-  EXPECT_EQ(r->text_param("gpu_share_asked_pct"), "50.0");
+  EXPECT_EQ(r->number_param("gpu_share_asked_pct"), 50.0);
   const Result* share = find_result(sink.results(), "loader.split.gpu_share.pct");
   ASSERT_TRUE(share && share->value);
   EXPECT_GT(*share->value, 30);  // 48 samples, reshuffled every epoch: close to 50 %
   EXPECT_LT(*share->value, 70);
   EXPECT_NE(r->text_param("check")->find("PSNR"), std::string::npos);
-  EXPECT_GT(std::stod(*r->text_param("cpu_decoded")), 0);
-  EXPECT_GT(std::stod(*r->text_param("gpu_decoded")), 0);
+  EXPECT_GT(r->number_param("cpu_decoded").value_or(0), 0);
+  EXPECT_GT(r->number_param("gpu_decoded").value_or(0), 0);
 }
 
 TEST_F(LoaderSplitGpu, BalancedDefaultAsksForTheGpuRateOverBothRates) {
@@ -107,9 +107,9 @@ TEST_F(LoaderSplitGpu, BalancedDefaultAsksForTheGpuRateOverBothRates) {
   const Result* r = find_result(sink.results(), "loader.split.images_per_s");
   ASSERT_NE(r, nullptr);
   ASSERT_NE(r->status, Status::skipped) << r->reason;
-  ASSERT_TRUE(r->text_param("gpu_share_asked_pct"));
+  ASSERT_TRUE(r->number_param("gpu_share_asked_pct"));
   // The param is printed with one decimal.
-  EXPECT_NEAR(std::stod(*r->text_param("gpu_share_asked_pct")), 100 * expected, 0.05 + 1e-9)
+  EXPECT_NEAR(*r->number_param("gpu_share_asked_pct"), 100 * expected, 1e-9)
       << "GPU " << r_gpu << " vs CPU " << r_cpu << " images/s";
   // The measured share follows the asked one (48 samples, reshuffled every epoch).
   const Result* share = find_result(sink.results(), "loader.split.gpu_share.pct");

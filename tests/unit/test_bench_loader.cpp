@@ -72,9 +72,8 @@ TEST(BenchLoader, ReportsEveryPointTheBestThePerCoreRateAndTheKnee) {
     EXPECT_EQ(r->status, Status::info) << key;
   }
   EXPECT_GE(find(results, "loader.cpu.w1.images_per_s")->samples.size(), 1u);
-  EXPECT_EQ(find(results, "loader.cpu.per_core.images_per_s")->text_param("workers"), "1");
-  EXPECT_EQ(find(results, "loader.cpu.per_core.images_per_s")->text_param("target_images_per_s"),
-            "800");
+  EXPECT_EQ(find(results, "loader.cpu.per_core.images_per_s")->number_param("workers"), 1);
+  EXPECT_EQ(find(results, "loader.cpu.per_core.images_per_s")->number_param("target_images_per_s"), 800);
 
   const Result* knee = find(results, "loader.cpu.knee.workers");
   ASSERT_NE(knee, nullptr);
@@ -164,7 +163,7 @@ TEST(BenchLoader, KneeIsTheFewestWorkersWithinThreePercentOfTheBest) {
       loader_results({point(1, 800), point(2, 1500), point(4, 2950), point(8, 3000)});
   EXPECT_EQ(*find(results, "loader.cpu.knee.workers")->value, 4);
   EXPECT_EQ(*find(results, "loader.cpu.best.images_per_s")->value, 3000);
-  EXPECT_EQ(find(results, "loader.cpu.best.images_per_s")->text_param("workers"), "8");
+  EXPECT_EQ(find(results, "loader.cpu.best.images_per_s")->number_param("workers"), 8);
   EXPECT_EQ(find(results, "loader.cpu.oversubscribed"), nullptr);
 }
 

@@ -180,6 +180,71 @@ TEST(TrainOptions, DataFeedsOnlyThe224ModelsFromAPathThatExists) {
   EXPECT_NE(usage_error(o).find("no such file"), std::string::npos);
 }
 
+TEST(TrainOptions, DecodeAndGpuShareChooseHowTheDataIsDecoded) {
+  TrainBenchOptions o;
+  o.data_decode = pipeline::DecodeMode::gpu;
+  EXPECT_NE(usage_error(o).find("--data"), std::string::npos);  // no data: nothing to decode
+  o.data = std::filesystem::temp_directory_path().string();
+  EXPECT_EQ(usage_error(o), "");
+  o.data_gpu_share = 0.5;
+  EXPECT_NE(usage_error(o).find("--decode both"), std::string::npos);
+  o.data_decode = pipeline::DecodeMode::both;
+  EXPECT_EQ(usage_error(o), "");
+  o.data_gpu_share = 0;  // balanced from the two paths' rates
+  EXPECT_EQ(usage_error(o), "");
+  for (const double bad : {-0.1, 1.5, std::nan("")}) {
+    o.data_gpu_share = bad;
+    EXPECT_NE(usage_error(o).find("--gpu-share"), std::string::npos) << bad;
+  }
+}
+
+TEST(TrainResults, AFedRunSaysWhichDecodeModeFedIt) {
+  TrainMeasurement m = h200_bf16();
+  m.data_source = "ImageFolder /data (2,000 samples), CPU/GPU split, 70 % to nvJPEG";
+  m.step_ms.assign(50, 60.0);
+  m.gpu_step_ms.assign(50, 58.0);
+  m.data_decode = "both";
+  m.data_gpu_share = 0.7;
+  m.data_gpu_share_source = "asked";
+  m.data_nvjpeg_backend = "hardware";
+  m.data_decode_failures = 1;
+  const auto results = train_results(m);
+  for (const char* key :
+       {"train.resnet50.bf16.b256.images_per_s", "train.resnet50.bf16.b256.data_wait_pct"}) {
+    SCOPED_TRACE(key);
+    const Result* r = find(results, key);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->text_param("decode"), "both");
+    EXPECT_EQ(r->number_param("gpu_share_pct"), 70.0);
+    EXPECT_EQ(r->text_param("gpu_share_source"), "asked");
+    EXPECT_EQ(r->text_param("nvjpeg_backend"), "hardware");
+    EXPECT_EQ(r->number_param("decode_failures"), 1);
+  }
+  m.data_decode = "cpu";
+  m.data_gpu_share.reset();
+  m.data_nvjpeg_backend.clear();
+  const Result* cpu = find(train_results(m), "train.resnet50.bf16.b256.images_per_s");
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->text_param("decode"), "cpu");
+  EXPECT_FALSE(cpu->find_param("gpu_share_pct"));
+  EXPECT_FALSE(cpu->find_param("nvjpeg_backend"));
+}
+
+TEST(TrainResults, APipelineThatCannotRunHereSkipsTheConfigurationWithTheReason) {
+  TrainMeasurement m;
+  m.config = {"resnet50", "bf16", 256, true};
+  m.data_source = "ImageFolder /data (2,000 samples)";
+  m.data_decode = "gpu";
+  m.skipped_reason = "libnvjpeg not found (tried libnvjpeg.so.13: no such file)";
+  const auto results = train_results(m);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].key, "train.resnet50.bf16.b256.images_per_s");
+  EXPECT_EQ(results[0].status, Status::skipped);
+  EXPECT_EQ(results[0].reason, m.skipped_reason);
+  EXPECT_FALSE(results[0].value);
+  EXPECT_EQ(results[0].text_param("decode"), "gpu");
+}
+
 TEST(TrainResults, AMeasuredConfigurationGivesImagesStepTimeAndMemory) {
   const auto results = train_results(h200_bf16());
   ASSERT_EQ(results.size(), 3u);

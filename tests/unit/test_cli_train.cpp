@@ -121,6 +121,33 @@ TEST_F(TrainCommand, DataForTheSmallResnetExits2) {
   EXPECT_EQ(run({"--data", (dir / "").string(), "--model", "small_resnet"}), 2);
 }
 
+TEST_F(TrainCommand, AnUnknownDecodeModeExits2WithoutWritingARun) {
+  EXPECT_EQ(run({"--data", "x", "--decode", "bogus"}), 2);
+  EXPECT_FALSE(std::filesystem::exists(dir / "run.json"));
+}
+
+TEST_F(TrainCommand, DecodeWithoutDataExits2) {
+  EXPECT_EQ(run({"--decode", "gpu"}), 2);
+}
+
+TEST_F(TrainCommand, GpuShareOutsideZeroToOneOrWithoutTheSplitExits2) {
+  const std::string data = (dir / "").string();
+  EXPECT_EQ(run({"--data", data, "--decode", "both", "--gpu-share", "1.5"}), 2);
+  EXPECT_EQ(run({"--data", data, "--decode", "both", "--gpu-share", "-0.2"}), 2);
+  EXPECT_EQ(run({"--data", data, "--decode", "gpu", "--gpu-share", "0.5"}), 2);
+  EXPECT_EQ(run({"--data", data, "--gpu-share", "0.5"}), 2);  // cpu is the default
+}
+
+TEST_F(TrainCommand, DecodeGpuWithoutAGpuIsSkippedWithTheReason) {
+  if (has_gpu()) GTEST_SKIP() << "this machine has a GPU: the run would train";
+  ASSERT_EQ(run({"--data", (dir / "").string(), "--decode", "gpu", "--precision", "bf16"}), 3);
+  const gb::Run r = written();
+  ASSERT_EQ(r.results.size(), 1u);
+  EXPECT_EQ(r.results[0].status, Status::skipped);
+  EXPECT_FALSE(r.results[0].reason.empty());
+  EXPECT_FALSE(r.results[0].value);
+}
+
 TEST_F(TrainCommand, NoGraphLaunchesEagerly) {
   if (has_gpu()) GTEST_SKIP() << "this machine has a GPU: the run would train";
   ASSERT_EQ(run({"--precision", "tf32", "--no-graph", "--warmup", "0"}), 3);

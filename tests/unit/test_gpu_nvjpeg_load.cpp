@@ -92,7 +92,7 @@ TEST(GpuDecodeResults, AMeasurementReportsRateStagesCoresAndBadSamples) {
   ASSERT_TRUE(results[0].value.has_value());
   EXPECT_DOUBLE_EQ(*results[0].value, 16000);
   EXPECT_EQ(results[0].text_param("backend"), "hardware");
-  EXPECT_EQ(results[0].text_param("cpu_cores_used"), "2.50");
+  EXPECT_EQ(results[0].number_param("cpu_cores_used"), 2.5);
   bool stages = false, bad = false;
   for (const Result& r : results) {
     if (r.key == "loader.gpu_decode.stage.decode.ms") stages = r.value == 12.0;
@@ -100,13 +100,6 @@ TEST(GpuDecodeResults, AMeasurementReportsRateStagesCoresAndBadSamples) {
   }
   EXPECT_TRUE(stages);
   EXPECT_TRUE(bad);
-}
-
-TEST(LoaderDecodeOption, ParsesTheThreeModes) {
-  EXPECT_EQ(bench::parse_loader_decode("cpu"), bench::LoaderDecode::cpu);
-  EXPECT_EQ(bench::parse_loader_decode("gpu"), bench::LoaderDecode::gpu);
-  EXPECT_EQ(bench::parse_loader_decode("both"), bench::LoaderDecode::both);
-  EXPECT_FALSE(bench::parse_loader_decode("nvjpeg").has_value());
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // bench/gpu/loader_feed.cpp: the checklist's "data loading < 10 % of step time" on a GPU: the
-// loader (pinned slots, H2D on its own stream, normalization kernel) feeds a GPU step of a known
-// length (gpu/busy.hpp, standing in for a training step until the train suite exists).
+// CPU-path input pipeline (pipeline/input_pipeline.hpp: pinned slots, H2D on its own stream,
+// normalization kernel) feeds a GPU step of a known length (gpu/busy.hpp, a stand-in for a
+// training step; `gpubase train --data` measures the real one).
 //
 // The host keeps at most two steps in flight, as a training loop that reads its loss every step
-// or two does: it takes batch k+1 from the loader while the GPU runs step k. Over N steps the
+// or two does: it takes batch k+1 from the pipeline while the GPU runs step k. Over N steps the
 // GPU is busy for the steps' own time (events around each step); the rest of the wall time is
 // time the GPU waited for data:  share = 1 - sum(step) / wall.
 #include <chrono>
@@ -11,94 +12,92 @@
 #include <deque>
 #include <vector>
 
-#include "bench/gpu/loader_device.hpp"
 #include "bench/loader.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
-#include "data/normalize.hpp"
 #include "gpu/busy.hpp"
 #include "gpu/check.hpp"
+#include "gpu/cuda_raii.hpp"
+#include "pipeline/input_pipeline.hpp"
 
 namespace gb::bench {
 
-std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& dataset,
-                                                     const LoaderBenchOptions& o,
-                                                     unsigned workers) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return std::nullopt;
+namespace {
 
-  data::Loader loader(dataset, loader_options(o, workers),
-                      jpeg_train_process(workers, o.image_size),
-                      DeviceFeeder::pinned_slot_allocator());
-  const data::Normalization norm = data::imagenet_normalization();
-  DeviceFeeder feeder(gpu::NormalizeShape{static_cast<int>(o.batch_size), o.image_size,
-                                          o.image_size, 3, true},
-                      gpu::ElementType::bf16, norm.mean.data(), norm.stddev.data());
-  const gpu::Stream compute = gpu::Stream::create();
-  const double cycles_per_us = gpu::calibrate_busy_cycles_per_us(compute.get());
-  const double step_ms = 1e3 * static_cast<double>(o.batch_size) / o.gpu_images_per_s;
-
-  std::uint32_t epoch = 0;
-  loader.start_epoch(epoch);
+// The stand-in steps in flight and the GPU time of those finished.
+struct StepQueue {
   struct Step {
     gpu::Event begin, end;
   };
   std::deque<Step> in_flight;
+  std::vector<double> ms;
+  double busy_ms = 0;
+  void finish_oldest() {
+    Step& s = in_flight.front();
+    s.end.synchronize();
+    const double t = gpu::Event::elapsed_ms(s.begin, s.end);
+    ms.push_back(t);
+    busy_ms += t;
+    in_flight.pop_front();
+  }
+  void finish_all() {
+    while (!in_flight.empty()) finish_oldest();
+  }
+};
+
+}  // namespace
+
+std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& dataset,
+                                                     const LoaderBenchOptions& o,
+                                                     unsigned workers) {
+  std::string why_not;
+  const auto in = pipeline::make_input_pipeline(
+      dataset, pipeline_options(o, pipeline::DecodeMode::cpu, workers), why_not);
+  if (!in) return std::nullopt;  // no GPU
+  const gpu::Stream compute = gpu::Stream::create();
+  const double cycles_per_us = gpu::calibrate_busy_cycles_per_us(compute.get());
+  const double step_ms = 1e3 * static_cast<double>(o.batch_size) / o.gpu_images_per_s;
   DataWaitMeasurement m;
   m.workers = workers;
   m.step_ms = step_ms;
-  double busy_ms = 0;
-  auto finish_oldest = [&] {
-    Step& s = in_flight.front();
-    s.end.synchronize();
-    const double ms = gpu::Event::elapsed_ms(s.begin, s.end);
-    m.step_ms_measured.push_back(ms);
-    busy_ms += ms;
-    in_flight.pop_front();
-  };
-  auto take = [&] { return next_batch(loader, epoch); };
+  StepQueue steps;
 
   // Warm-up: a few steps, so the ring is full and the clocks are up, then the timed run.
   const int warmup = 3;
   std::chrono::steady_clock::time_point t0;
   for (int k = 0;; ++k) {
     if (k == warmup) {
-      while (!in_flight.empty()) finish_oldest();
-      m.step_ms_measured.clear();
-      busy_ms = 0;
-      loader.reset_stats();
+      steps.finish_all();
+      steps.ms.clear();
+      steps.busy_ms = 0;
+      in->reset_stats();
       t0 = std::chrono::steady_clock::now();
     }
     if (k > warmup &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >=
             o.seconds_per_point)
       break;
-    // The ring is o.prefetch_depth slots: with all of them lent to copies, wait for the oldest.
-    feeder.release_until(loader, o.prefetch_depth - 1);
-    const auto b = take();
+    const auto b = in->next(compute.get());  // the stand-in step does not read it
     if (!b) break;
-    Step s{gpu::Event::create(), gpu::Event::create()};
-    const void* x = feeder.submit(*b, compute.get());
-    (void)x;  // the stand-in step does not read its input
+    StepQueue::Step s{gpu::Event::create(), gpu::Event::create()};
     s.begin.record(compute.get());
     gpu::busy_for(compute.get(), step_ms * 1e3, cycles_per_us);
     s.end.record(compute.get());
-    in_flight.push_back(std::move(s));
+    steps.in_flight.push_back(std::move(s));
     if (k >= warmup) m.images += b->size;
-    feeder.release_done(loader);
-    if (in_flight.size() >= 2) finish_oldest();
+    if (steps.in_flight.size() >= 2) steps.finish_oldest();
   }
-  while (!in_flight.empty()) finish_oldest();
+  steps.finish_all();
   const double wall_ms =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
-  feeder.release_all(loader);
-  m.consumer_wait_ms = loader.stats().consumer_wait.total_s * 1e3;
-  loader.stop();
+  in->drain();
+  m.consumer_wait_ms = in->stats().loader.consumer_wait.total_s * 1e3;
+  m.step_ms_measured = std::move(steps.ms);
   m.interrupted = cancel_requested();
   if (wall_ms <= 0 || m.step_ms_measured.empty()) return std::nullopt;
   m.wall_ms = wall_ms;
-  m.wait_share_pct = std::max(0.0, 100.0 * (1.0 - busy_ms / wall_ms));
+  m.wait_share_pct = std::max(0.0, 100.0 * (1.0 - steps.busy_ms / wall_ms));
   m.images_per_s = 1e3 * static_cast<double>(m.images) / wall_ms;
   return m;
 }

@@ -1,28 +1,30 @@
 // bench/gpu/train_run.cpp: one training-throughput configuration on the GPU (see
-// bench/train.hpp): build the Trainer, make its synthetic batch (or start the loader with
-// --data), warm up (the CUDA graph is captured here), then time `steps` steps with an event
-// between consecutive steps (and, fed by the loader, one right before each step, for the share
-// of time the GPU waited for data) and read the events once at the end. The engine's errors (out of memory at this batch: how much was
-// needed and a batch that fits) land in TrainMeasurement::error; they never end the run.
+// bench/train.hpp): build the Trainer, make its synthetic batch (or start the input pipeline
+// with --data, decoded as --decode says), warm up (the CUDA graph is captured here), then time
+// `steps` steps with an event between consecutive steps (and, fed by the pipeline, one right
+// before each step, for the share of time the GPU waited for data) and read the events once at
+// the end. The engine's errors (out of memory at this batch: how much was needed and a batch
+// that fits) land in TrainMeasurement::error; they never end the run.
 //
 // Without the engine in this build (GPUBASE_WITH_NN undefined) this file is empty and
 // run_train_bench() reports every configuration skipped with the reason.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cmath>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "bench/gpu/loader_device.hpp"
-#include "bench/loader.hpp"
 #include "bench/train.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "data/open.hpp"
 #include "gpu/check.hpp"
 #include "gpu/cuda_raii.hpp"
-#include "data/normalize.hpp"
-#include "data/open.hpp"
-#include "sys/host_membw.hpp"
+#include "pipeline/calibrate.hpp"
+#include "pipeline/input_pipeline.hpp"
 #include "sys/telemetry.hpp"
 
 #ifdef GPUBASE_WITH_NN
@@ -53,175 +55,167 @@ std::optional<std::size_t> device_used_now(std::size_t* total) {
   return total_bytes - free_bytes;
 }
 
-// `gpubase train --data`: the loader feeds the steps. Its workers decode and augment into pinned
-// slots; DeviceFeeder copies each batch on its own stream and normalizes it, in the trainer's
-// input layout and type, into two fixed device buffers (images, labels), so a captured graph
-// reads the same pointers every step. Stream order keeps the next batch's normalization behind
-// the step that reads the buffers.
+// `gpubase train --data`: the input pipeline (src/pipeline) feeds the steps, whatever decodes
+// (--decode cpu|gpu|both), into two fixed device buffers (images in the trainer's input layout
+// and type, labels), so a captured graph reads the same pointers every step. Stream order keeps
+// the next batch's writes behind the step that reads the buffers.
 class LoaderFeed {
  public:
-  LoaderFeed(const TrainBenchOptions& o, const TrainConfig& c, const nn::Trainer& trainer,
-             const nn::InputShape& in)
-      : dataset_(data::open_dataset({.path = o.data})),
-        prefetch_(o.data_prefetch),
-        workers_(o.data_workers > 0
-                     ? o.data_workers
-                     : static_cast<unsigned>(std::max<std::size_t>(
-                           sys::allowed_cpus().size() > 1 ? sys::allowed_cpus().size() - 1 : 1,
-                           1))),
-        loader_(*dataset_, options(o, c, in, workers_, *dataset_),
-                jpeg_train_process(workers_, in.height), DeviceFeeder::pinned_slot_allocator()),
-        feeder_(gpu::NormalizeShape{c.batch, in.height, in.width, 3, !trainer.input_format().nhwc},
-                element_type(trainer.input_format()), data::imagenet_normalization().mean.data(),
-                data::imagenet_normalization().stddev.data()),
-        images_(feeder_.tensor_bytes()),
-        labels_(static_cast<std::size_t>(c.batch) * sizeof(std::int32_t)) {
-    loader_.start_epoch(epoch_);
-  }
+  LoaderFeed(std::unique_ptr<data::Dataset> dataset, const pipeline::PipelineOptions& po)
+      : dataset_(std::move(dataset)),
+        images_(pipeline::tensor_bytes(po, po.batch)),
+        labels_(po.batch * sizeof(std::int32_t)) {}
   LoaderFeed(const LoaderFeed&) = delete;
   LoaderFeed& operator=(const LoaderFeed&) = delete;
-  ~LoaderFeed() {
-    try {
-      feeder_.release_all(loader_);
-    } catch (...) {  // a failed copy: the loader's stop() below still joins its workers
-    }
-    loader_.stop();
+
+  // The pipeline, or false with why_not when it cannot run here.
+  bool open(const pipeline::PipelineOptions& po, std::string& why_not) {
+    in_ = pipeline::make_input_pipeline(*dataset_, po, why_not);
+    return in_ != nullptr;
   }
 
   // One step on the next batch; `before` (if given) is recorded right before the step itself.
   // False when Ctrl-C ended the loading.
   bool step(nn::Trainer& trainer, const gpu::Event* before) {
-    feeder_.release_until(loader_, prefetch_ - 1);  // the ring needs a free slot for next()
-    const auto b = next_batch(loader_, epoch_);
-    if (!b) return false;
-    feeder_.submit_into(*b, trainer.stream(), images_.data(), labels_.as<std::int32_t>());
+    if (!in_->into(trainer.stream(), images_.data(), labels_.as<std::int32_t>())) return false;
     if (before) before->record(trainer.stream());
     trainer.train_step(nn::DeviceBatch{images_.data(), labels_.as<std::int32_t>()});
-    feeder_.release_done(loader_);
     return true;
   }
 
+  const data::Dataset& dataset() const { return *dataset_; }
   std::string source() const {
     return std::string(dataset_->kind()) + " " + dataset_->source() + " (" +
-           std::to_string(dataset_->size()) + " samples), " + std::to_string(workers_) +
-           " workers, prefetch " + std::to_string(prefetch_);
+           std::to_string(dataset_->size()) + " samples)" +
+           (in_ ? ", " + in_->describe() : std::string());
   }
-  std::size_t bad_samples() const { return loader_.stats().bad_samples; }
+  const pipeline::InputPipeline* pipeline() const { return in_.get(); }
 
  private:
-  static data::LoaderOptions options(const TrainBenchOptions& o, const TrainConfig& c,
-                                     const nn::InputShape& in, unsigned workers,
-                                     const data::Dataset& ds) {
-    if (ds.format() != data::SampleFormat::jpeg)
-      throw Error(ErrorKind::usage, "--data: " + ds.source() + " holds " +
-                                        std::string(data::to_string(ds.format())) +
-                                        " samples; training from the loader needs JPEGs");
-    if (ds.size() < static_cast<std::size_t>(c.batch))
-      throw Error(ErrorKind::usage, "--data: " + ds.source() + " has " +
-                                        std::to_string(ds.size()) +
-                                        " samples, fewer than one batch of " +
-                                        std::to_string(c.batch));
-    if (ds.class_names().size() > static_cast<std::size_t>(in.classes))
-      throw Error(ErrorKind::usage, "--data: " + ds.source() + " has " +
-                                        std::to_string(ds.class_names().size()) +
-                                        " classes; the model has " + std::to_string(in.classes));
-    LoaderBenchOptions lb;
-    lb.batch_size = static_cast<std::size_t>(c.batch);
-    lb.image_size = in.height;
-    lb.prefetch_depth = o.data_prefetch;
-    lb.seed = o.seed;
-    data::LoaderOptions lo = loader_options(lb, workers);
-    lo.sampling.drop_last = true;  // every step a full batch: the graph's shapes are fixed
-    return lo;
-  }
-  static gpu::ElementType element_type(const nn::InputFormat& f) {
-    return f.dtype == nn::InputFormat::DType::f32   ? gpu::ElementType::f32
-           : f.dtype == nn::InputFormat::DType::f16 ? gpu::ElementType::f16
-                                                    : gpu::ElementType::bf16;
-  }
-
   std::unique_ptr<data::Dataset> dataset_;
-  std::size_t prefetch_;
-  unsigned workers_;
-  data::Loader loader_;
-  DeviceFeeder feeder_;
   gpu::DeviceBuffer images_, labels_;
-  std::uint32_t epoch_ = 0;
+  std::unique_ptr<pipeline::InputPipeline> in_;  // destroyed first: it writes into the buffers
 };
 
-void run_config(const TrainConfig& c, const TrainBenchOptions& o, const ProbeContext& ctx,
-                ResultSink& sink, TrainMeasurement& m) {
-  const auto model = nn::parse_model(c.model);
-  const auto precision = nn::parse_precision(c.precision);
-  if (!model || !precision)
-    throw Error(ErrorKind::usage, "the training engine does not know " + c.model + " " +
-                                      c.precision);
-  GB_CHECK_CUDA(cudaSetDevice(o.device));
-  std::size_t total = 0;
-  const std::optional<std::size_t> used_before = device_used_now(&total);
+// The dataset checks of --data: JPEGs, a batch's worth, no more classes than the model has.
+void check_train_dataset(const data::Dataset& ds, const TrainConfig& c, const nn::InputShape& in) {
+  if (ds.format() != data::SampleFormat::jpeg)
+    throw Error(ErrorKind::usage, "--data: " + ds.source() + " holds " +
+                                      std::string(data::to_string(ds.format())) +
+                                      " samples; training from the loader needs JPEGs");
+  if (ds.size() < static_cast<std::size_t>(c.batch))
+    throw Error(ErrorKind::usage, "--data: " + ds.source() + " has " + std::to_string(ds.size()) +
+                                      " samples, fewer than one batch of " +
+                                      std::to_string(c.batch));
+  if (ds.class_names().size() > static_cast<std::size_t>(in.classes))
+    throw Error(ErrorKind::usage, "--data: " + ds.source() + " has " +
+                                      std::to_string(ds.class_names().size()) +
+                                      " classes; the model has " + std::to_string(in.classes));
+}
 
-  nn::TrainerOptions to;
-  to.model = *model;
-  to.precision = *precision;
-  to.batch = c.batch;
-  to.input = nn::default_input(*model);
-  to.seed = o.seed;
-  to.cuda_graph = c.cuda_graph;
-  to.device = o.device;
-  nn::Trainer trainer(to);
-  m.parameter_count = trainer.parameter_count();
-  m.input_layout = layout_text(trainer.input_format());
-  std::optional<LoaderFeed> feed;
-  if (o.data.empty()) {
-    trainer.make_synthetic_batch(o.seed + 1);
-  } else {
-    feed.emplace(o, c, trainer, to.input);
-    m.data_source = feed->source();
-  }
-  sink.progress("  built: " + std::to_string(m.parameter_count) + " parameters, input " +
-                m.input_layout + (feed ? " from " + m.data_source : std::string()) +
-                "; warming up");
-  // One step on the synthetic batch or the loader's next; false when Ctrl-C stopped the loader.
-  auto step = [&](const gpu::Event* before) {
-    if (feed) return feed->step(trainer, before);
-    trainer.train_step_synthetic();
-    return true;
-  };
+// The pipeline options of a run: the trainer's input layout and type, full batches only.
+pipeline::PipelineOptions train_pipeline_options(const TrainBenchOptions& o, const TrainConfig& c,
+                                                 const nn::Trainer& trainer,
+                                                 const nn::InputShape& in) {
+  const nn::InputFormat f = trainer.input_format();
+  pipeline::PipelineOptions po;
+  po.batch = static_cast<std::size_t>(c.batch);
+  po.image_size = in.height;
+  po.layout = f.nhwc ? data::TensorLayout::nhwc : data::TensorLayout::nchw;
+  po.dtype = f.dtype == nn::InputFormat::DType::f32   ? data::TensorType::f32
+             : f.dtype == nn::InputFormat::DType::f16 ? data::TensorType::f16
+                                                      : data::TensorType::bf16;
+  po.decode = o.data_decode;
+  if (o.data_decode == pipeline::DecodeMode::both && o.data_gpu_share > 0)
+    po.gpu_share = o.data_gpu_share;
+  po.workers = o.data_workers;
+  po.prefetch = o.data_prefetch;
+  po.seed = o.seed;
+  po.drop_last = true;  // every step a full batch: the graph's shapes are fixed
+  po.device = o.device;
+  return po;
+}
 
-  // Warm-up. One host synchronisation after the first step for its loss (the sanity figure
-  // next to the last), one at the end so the timed steps start on an empty queue.
-  for (int i = 0; i < o.warmup; ++i) {
-    if (cancel_requested()) {
-      m.interrupted = true;
-      return;
+// Batches per path when the split's share is balanced from the two paths' rates.
+constexpr std::size_t kShareCalibrationBatches = 6;
+
+// The loader feed of a --data run, or nullptr with m.skipped_reason when its pipeline cannot
+// run here. For --decode both without --gpu-share, the share balances the two paths' rates,
+// each measured alone first.
+std::unique_ptr<LoaderFeed> open_feed(const TrainBenchOptions& o, const TrainConfig& c,
+                                      const nn::Trainer& trainer, const nn::InputShape& in,
+                                      ResultSink& sink, TrainMeasurement& m) {
+  auto dataset = data::open_dataset({.path = o.data});
+  check_train_dataset(*dataset, c, in);
+  pipeline::PipelineOptions po = train_pipeline_options(o, c, trainer, in);
+  auto feed = std::make_unique<LoaderFeed>(std::move(dataset), po);
+  m.data_decode = std::string(pipeline::to_string(po.decode));
+  m.data_source = feed->source();
+  std::string why_not;
+  if (po.decode == pipeline::DecodeMode::both && !po.gpu_share) {
+    sink.progress("  --decode both: measuring the CPU and nvJPEG paths alone for the share");
+    const auto share =
+        pipeline::balanced_share(feed->dataset(), po, kShareCalibrationBatches, why_not);
+    if (!share) {
+      m.skipped_reason = why_not;
+      return nullptr;
     }
-    if (!step(nullptr)) {
+    po.gpu_share = share->gpu_share;
+    m.data_gpu_share_source =
+        "balanced: nvJPEG " + std::to_string(std::lround(share->gpu_images_per_s)) +
+        " images/s, CPU " + std::to_string(std::lround(share->cpu_images_per_s)) +
+        " images/s, each alone";
+  } else if (po.gpu_share) {
+    m.data_gpu_share_source = "asked";
+  }
+  m.data_gpu_share = po.gpu_share;
+  if (!feed->open(po, why_not)) {
+    m.skipped_reason = why_not;
+    return nullptr;
+  }
+  m.data_source = feed->source();
+  m.data_nvjpeg_backend = feed->pipeline()->decoder().backend;
+  return feed;
+}
+
+// One step on the synthetic batch or the pipeline's next; `before` (fed runs) is recorded right
+// before the step itself. False when Ctrl-C stopped the loading.
+using StepFn = std::function<bool(const gpu::Event* before)>;
+
+// Warm-up. One host synchronisation after the first step for its loss (the sanity figure next
+// to the last), one at the end so the timed steps start on an empty queue. False after Ctrl-C.
+bool warm_up(const StepFn& step, nn::Trainer& trainer, int warmup, TrainMeasurement& m) {
+  for (int i = 0; i < warmup; ++i) {
+    if (cancel_requested() || !step(nullptr)) {
       m.interrupted = true;
-      return;
+      return false;
     }
     if (i == 0) m.first_loss = trainer.last_step().loss;
   }
-  if (o.warmup > 0) (void)trainer.last_step();
-  const std::size_t skipped_before = trainer.scaler_stats().skipped;
+  if (warmup > 0) (void)trainer.last_step();
+  return true;
+}
 
-  // Timed: event k is recorded before step k, event k+1 after it; step k's time is the time
-  // between them, host gaps included (a launch-bound step is a slow step).
-  const cudaStream_t stream = trainer.stream();
+// Timed: event k is recorded before step k, event k+1 after it; step k's time is the time
+// between them, host gaps included (a launch-bound step is a slow step). Fed by the pipeline,
+// an event right before each step gives the step's own GPU time too.
+void timed_steps(const StepFn& step, cudaStream_t stream, int steps, bool fed,
+                 const ProbeContext& ctx, TrainMeasurement& m) {
   std::vector<gpu::Event> events, befores;
-  events.reserve(static_cast<std::size_t>(o.steps) + 1);
-  befores.reserve(static_cast<std::size_t>(o.steps));
+  events.reserve(static_cast<std::size_t>(steps) + 1);
+  befores.reserve(static_cast<std::size_t>(steps));
   sys::TelemetrySampler sampler(ctx.nvml, std::chrono::milliseconds(20));
   sampler.start();
   events.push_back(gpu::Event::create());
   events.back().record(stream);
-  for (int i = 0; i < o.steps; ++i) {
+  for (int i = 0; i < steps; ++i) {
     if (cancel_requested()) {
       m.interrupted = true;
       break;
     }
-    if (feed) befores.push_back(gpu::Event::create());
-    if (!step(feed ? &befores.back() : nullptr)) {
-      if (feed) befores.pop_back();
+    if (fed) befores.push_back(gpu::Event::create());
+    if (!step(fed ? &befores.back() : nullptr)) {
+      if (fed) befores.pop_back();
       m.interrupted = true;
       break;
     }
@@ -234,11 +228,59 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const ProbeCon
     m.step_ms.push_back(gpu::Event::elapsed_ms(events[k], events[k + 1]));
   for (std::size_t k = 0; k < befores.size() && k + 1 < events.size(); ++k)
     m.gpu_step_ms.push_back(gpu::Event::elapsed_ms(befores[k], events[k + 1]));
-  if (feed) m.bad_samples = feed->bad_samples();
+}
 
-  const nn::StepResult last = trainer.last_step();
-  m.final_loss = last.loss;
-  if (*precision == nn::Precision::fp16) {
+nn::TrainerOptions trainer_options(const TrainConfig& c, const TrainBenchOptions& o) {
+  const auto model = nn::parse_model(c.model);
+  const auto precision = nn::parse_precision(c.precision);
+  if (!model || !precision)
+    throw Error(ErrorKind::usage,
+                "the training engine does not know " + c.model + " " + c.precision);
+  nn::TrainerOptions to;
+  to.model = *model;
+  to.precision = *precision;
+  to.batch = c.batch;
+  to.input = nn::default_input(*model);
+  to.seed = o.seed;
+  to.cuda_graph = c.cuda_graph;
+  to.device = o.device;
+  return to;
+}
+
+void run_config(const TrainConfig& c, const TrainBenchOptions& o, const ProbeContext& ctx,
+                ResultSink& sink, TrainMeasurement& m) {
+  const nn::TrainerOptions to = trainer_options(c, o);
+  GB_CHECK_CUDA(cudaSetDevice(o.device));
+  std::size_t total = 0;
+  const std::optional<std::size_t> used_before = device_used_now(&total);
+  nn::Trainer trainer(to);
+  m.parameter_count = trainer.parameter_count();
+  m.input_layout = layout_text(trainer.input_format());
+  std::unique_ptr<LoaderFeed> feed;
+  if (o.data.empty()) {
+    trainer.make_synthetic_batch(o.seed + 1);
+  } else {
+    feed = open_feed(o, c, trainer, to.input, sink, m);
+    if (!feed) return;  // skipped, with the reason
+  }
+  sink.progress("  built: " + std::to_string(m.parameter_count) + " parameters, input " +
+                m.input_layout + (feed ? " from " + m.data_source : std::string()) +
+                "; warming up");
+  const StepFn step = [&](const gpu::Event* before) {
+    if (feed) return feed->step(trainer, before);
+    trainer.train_step_synthetic();
+    return true;
+  };
+  if (!warm_up(step, trainer, o.warmup, m)) return;
+  const std::size_t skipped_before = trainer.scaler_stats().skipped;
+  timed_steps(step, trainer.stream(), o.steps, feed != nullptr, ctx, m);
+  if (feed) {
+    const pipeline::PipelineStats st = feed->pipeline()->stats();
+    m.bad_samples = st.loader.bad_samples;
+    m.data_decode_failures = st.decode_failures;
+  }
+  m.final_loss = trainer.last_step().loss;
+  if (to.precision == nn::Precision::fp16) {
     const nn::Trainer::ScalerStats s = trainer.scaler_stats();
     m.loss_scale = s.scale;
     m.skipped_steps = s.skipped - skipped_before;

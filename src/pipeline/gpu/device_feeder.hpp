@@ -1,9 +1,9 @@
-// bench/gpu/loader_device.hpp: the GPU half of the input pipeline. The Loader's batch slots live
-// in pinned host memory (pinned_slot_allocator); each filled batch is copied to the device on a
-// copy stream of its own, and the normalization kernel (gpu/normalize.hpp) turns it into the
-// model's input tensor on the compute stream once the copy is done (an event, no host wait).
-// A slot goes back to the Loader as soon as its copy has completed, polled without blocking
-// before the next batch is taken, so the CPU workers refill it while the GPU computes.
+// pipeline/gpu/device_feeder.hpp: the CPU decode path's device half. The Loader's batch slots
+// live in pinned host memory (pinned_slot_allocator); each filled batch is copied to the device
+// on a copy stream of its own, and the normalization kernel (gpu/normalize.hpp) turns it into
+// the model's input tensor on the compute stream once the copy is done (an event, no host
+// wait). A slot goes back to the Loader as soon as its copy has completed, polled without
+// blocking before the next batch is taken, so the CPU workers refill it while the GPU computes.
 //
 //   DeviceFeeder feeder(shape, ElementType::bf16, mean, std);
 //   Loader loader(dataset, options, process, DeviceFeeder::pinned_slot_allocator());
@@ -23,7 +23,7 @@
 #include "gpu/cuda_raii.hpp"
 #include "gpu/normalize.hpp"
 
-namespace gb::bench {
+namespace gb::pipeline {
 
 class DeviceFeeder {
  public:
@@ -66,8 +66,8 @@ class DeviceFeeder {
   gpu::Stream copy_stream_;
   gpu::DeviceBuffer staging_[2];
   gpu::DeviceBuffer label_staging_[2];
-  gpu::DeviceBuffer tensors_[2];
-  gpu::Event consumed_[2];  // normalization of the buffer's last batch finished reading it
+  gpu::DeviceBuffer tensors_[2];  // submit()'s, made on first use
+  gpu::Event consumed_[2];        // normalization of the buffer's last batch finished reading it
   bool used_[2] = {false, false};
   int next_ = 0;
   // Copies b's pixels (and labels) into the next staging pair on the copy stream and makes
@@ -76,4 +76,4 @@ class DeviceFeeder {
   std::deque<Pending> pending_;
 };
 
-}  // namespace gb::bench
+}  // namespace gb::pipeline

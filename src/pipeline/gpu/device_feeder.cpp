@@ -1,17 +1,16 @@
-// bench/gpu/loader_device.cpp: pinned slots, H2D on a copy stream, normalization on the compute
+// pipeline/gpu/device_feeder.cpp: pinned slots, H2D on a copy stream, normalization on the compute
 // stream, slot release on copy completion.
-#include "bench/gpu/loader_device.hpp"
+#include "pipeline/gpu/device_feeder.hpp"
 
 #include "core/error.hpp"
 #include "gpu/check.hpp"
 
-namespace gb::bench {
+namespace gb::pipeline {
 
 DeviceFeeder::DeviceFeeder(const gpu::NormalizeShape& shape, gpu::ElementType out,
                            const float mean[4], const float stddev[4])
     : shape_(shape), out_(out), copy_stream_(gpu::Stream::create()) {
-  if (out != gpu::ElementType::f32 && out != gpu::ElementType::f16 &&
-      out != gpu::ElementType::bf16)
+  if (out != gpu::ElementType::f32 && out != gpu::ElementType::f16 && out != gpu::ElementType::bf16)
     throw Error(ErrorKind::usage, "the input tensor must be fp32, fp16 or bf16");
   for (int c = 0; c < 4; ++c) {
     mean_[c] = mean[c];
@@ -24,7 +23,6 @@ DeviceFeeder::DeviceFeeder(const gpu::NormalizeShape& shape, gpu::ElementType ou
   for (int i = 0; i < 2; ++i) {
     staging_[i] = gpu::DeviceBuffer(input_bytes_);
     label_staging_[i] = gpu::DeviceBuffer(std::size_t(shape.n) * sizeof(std::int32_t));
-    tensors_[i] = gpu::DeviceBuffer(tensor_bytes_);
     consumed_[i] = gpu::Event::create(cudaEventDisableTiming);
   }
 }
@@ -53,8 +51,8 @@ int DeviceFeeder::stage(const data::Batch& b, cudaStream_t compute, bool with_la
   if (with_labels) {
     // The labels follow the pixels in the pinned slot, which stays lent until `copied`.
     GB_CHECK_CUDA(cudaMemcpyAsync(label_staging_[i].data(), b.labels.data(),
-                                  b.labels.size() * sizeof(std::int32_t),
-                                  cudaMemcpyHostToDevice, copy_stream_.get()));
+                                  b.labels.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
+                                  copy_stream_.get()));
   }
   Pending p{b, gpu::Event::create(cudaEventDisableTiming)};
   p.copied.record(copy_stream_.get());
@@ -65,11 +63,14 @@ int DeviceFeeder::stage(const data::Batch& b, cudaStream_t compute, bool with_la
 }
 
 const void* DeviceFeeder::submit(const data::Batch& b, cudaStream_t compute) {
+  // The two tensors of submit() are made on its first use (submit_into needs none).
+  if (!tensors_[0].data())
+    for (auto& t : tensors_) t = gpu::DeviceBuffer(tensor_bytes_);
   const int i = stage(b, compute, false);
   gpu::NormalizeShape s = shape_;
   s.n = static_cast<int>(b.size);
-  gpu::normalize_batch(staging_[i].as<std::uint8_t>(), s, out_, mean_, stddev_,
-                       tensors_[i].data(), compute);
+  gpu::normalize_batch(staging_[i].as<std::uint8_t>(), s, out_, mean_, stddev_, tensors_[i].data(),
+                       compute);
   consumed_[i].record(compute);
   return tensors_[i].data();
 }
@@ -104,4 +105,4 @@ void DeviceFeeder::release_until(data::Loader& loader, std::size_t held) {
   }
 }
 
-}  // namespace gb::bench
+}  // namespace gb::pipeline

@@ -1,5 +1,5 @@
-// tests/gpu/test_loader_device.cpp: the GPU half of the input pipeline end to end on a small
-// in-memory dataset: Loader with pinned slots -> DeviceFeeder (H2D on its own stream, the
+// tests/gpu/test_pipeline_device_feeder.cpp: the CPU decode path's device half end to end on a
+// small in-memory dataset: Loader with pinned slots -> DeviceFeeder (H2D on its own stream, the
 // normalization kernel on the compute stream) -> the device tensor equals the CPU reference of
 // the same batch; every slot goes back to the loader; a partial last batch; the busy kernel's
 // calibration.
@@ -8,14 +8,14 @@
 #include <cstring>
 #include <vector>
 
-#include "bench/gpu/loader_device.hpp"
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
 #include "data/normalize.hpp"
 #include "gpu/busy.hpp"
 #include "gpu/cuda_raii.hpp"
+#include "pipeline/gpu/device_feeder.hpp"
 
-namespace gb::bench {
+namespace gb::pipeline {
 namespace {
 
 bool has_gpu() {
@@ -49,7 +49,7 @@ class RawImages : public data::Dataset {
   std::vector<std::string> names_{"a", "b"};
 };
 
-TEST(LoaderDevice, TensorsMatchTheCpuReferenceAndSlotsComeBack) {
+TEST(PipelineDeviceFeeder, TensorsMatchTheCpuReferenceAndSlotsComeBack) {
   if (!has_gpu()) GTEST_SKIP() << "no CUDA device";
   const RawImages ds(21);  // 21 = 5 batches of 4 + a partial batch of 1
   data::LoaderOptions o;
@@ -76,8 +76,8 @@ TEST(LoaderDevice, TensorsMatchTheCpuReferenceAndSlotsComeBack) {
     std::vector<std::uint8_t> want(shape.elements() * 2), got(want.size());
     data::normalize_reference(host.data(), shape, data::TensorLayout::nchw, data::TensorType::bf16,
                               norm, want.data());
-    GB_CHECK_CUDA(cudaMemcpyAsync(got.data(), x, got.size(), cudaMemcpyDeviceToHost,
-                                  compute.get()));
+    GB_CHECK_CUDA(
+        cudaMemcpyAsync(got.data(), x, got.size(), cudaMemcpyDeviceToHost, compute.get()));
     compute.synchronize();
     EXPECT_EQ(want, got) << "batch " << b->number;
     feeder.release_done(loader);
@@ -87,7 +87,7 @@ TEST(LoaderDevice, TensorsMatchTheCpuReferenceAndSlotsComeBack) {
   EXPECT_EQ(batches, 6u);
 }
 
-TEST(LoaderDevice, BusyKernelRunsForTheAskedTime) {
+TEST(PipelineDeviceFeeder, BusyKernelRunsForTheAskedTime) {
   if (!has_gpu()) GTEST_SKIP() << "no CUDA device";
   const gpu::Stream s = gpu::Stream::create();
   const double cycles_per_us = gpu::calibrate_busy_cycles_per_us(s.get());
@@ -102,4 +102,4 @@ TEST(LoaderDevice, BusyKernelRunsForTheAskedTime) {
 }
 
 }  // namespace
-}  // namespace gb::bench
+}  // namespace gb::pipeline
