@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,8 +12,13 @@
 #include <iostream>
 #include <sstream>
 
+#include "bench/amp.hpp"
+#include "bench/loader.hpp"
+#include "bench/probe.hpp"
+#include "bench/train.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
+#include "watch/watch.hpp"
 #include "report/report.hpp"
 
 namespace gb::cli {
@@ -90,7 +96,18 @@ Run load_run(const std::filesystem::path& path) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::usage, path.string() + " is not valid JSON: " + e.what());
   }
-  return run_from_json(j);
+  Run run = run_from_json(j);
+  // A run saved before suites declared their sections: place its results as the suites now do.
+  if (run.sections.empty()) {
+    const bool fed = std::any_of(run.results.begin(), run.results.end(), [](const Result& r) {
+      return r.key.starts_with("train.") && r.find_param("data");
+    });
+    for (const auto rules : {bench::probe_section_rules(), bench::loader_section_rules(),
+                             bench::train_section_rules(fed), bench::amp_section_rules(),
+                             watch::watch_section_rules()})
+      run.place_in_sections(rules);
+  }
+  return run;
 }
 
 std::string utc_now_iso8601() {

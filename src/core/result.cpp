@@ -171,6 +171,17 @@ const SectionRule* find_section_rule(std::span<const SectionRule> rules, std::st
   return best;
 }
 
+void Run::place_in_sections(std::span<const SectionRule> rules) {
+  for (Result& r : results) {
+    if (!r.section.empty()) continue;
+    const SectionRule* rule = find_section_rule(rules, r.key);
+    if (!rule) continue;
+    r.section = rule->id;
+    if (!find_section(rule->id))
+      sections.push_back({std::string(rule->id), std::string(rule->title), rule->layout});
+  }
+}
+
 const SectionSpec* Run::find_section(std::string_view id) const {
   for (const auto& s : sections)
     if (s.id == id) return &s;

@@ -218,6 +218,9 @@ struct Run {
   // A text fact's value / a numeric fact's number; empty when absent or of the other kind.
   std::optional<std::string> fact(std::string_view key) const;
   std::optional<double> fact_number(std::string_view key) const;
+  // Gives every result without a section the one its key falls under in `rules`, and declares
+  // the sections used that the run does not have yet (a sink does this as results arrive).
+  void place_in_sections(std::span<const SectionRule> rules);
   // Worst status over results and checklist (ignores info and skipped).
   Status worst_status() const;
 };
