@@ -434,8 +434,11 @@ AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
   if (options.speed) return run_amp_speed(options, sink);
   validate_amp_options(options);
   AmpOutcome out;
+  std::string no_gpu;
+  const bool has_gpu = open_device(options.device, no_gpu).has_value();  // validates -d too
   out.gpu_found = false;
-  out.no_gpu_reason = "this build has no GPU training engine (built without CUDA/cuDNN)";
+  out.no_gpu_reason =
+      has_gpu ? "this build has no GPU training engine (built without CUDA/cuDNN)" : no_gpu;
   add_amp_skipped(options, out.no_gpu_reason, sink);
   return out;
 }

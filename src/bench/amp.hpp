@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/probe.hpp"
+#include "bench/suite.hpp"
 
 namespace gb::bench {
 

@@ -34,7 +34,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/probe.hpp"
+#include "bench/suite.hpp"
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
 
@@ -77,6 +77,7 @@ struct LoaderBenchOptions {
   // The CPU/GPU split (--decode both): share of the samples nvJPEG decodes, in (0, 1]; 0: from
   // the measured rates of the two paths.
   double gpu_share = 0;
+  int device = 0;  // the CUDA device of the GPU parts (bench/suite.hpp open_device)
 };
 
 // The CPU/GPU split's rule: whether the sample at dataset `index` goes to nvJPEG when a share

@@ -382,24 +382,19 @@ TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& 
   outcome.configurations = configs.size();
   if (options.report_environment)
     for (Fact& f : sys::host_facts(sys::read_host_info())) sink.add_fact(std::move(f));
-#ifdef GPUBASE_WITH_CUDA
   std::string reason;
-  const int count = cuda_device_count(reason);
-  if (count == 0) {
+  std::optional<DeviceContext> device = open_device(options.device, reason);
+  if (!device) {
     outcome.no_gpu_reason = reason;
     for (Result& r : train_skipped_results(configs, reason)) sink.add(std::move(r));
     return outcome;
   }
-  require_device_index(options.device, count);
   outcome.gpu_found = true;
-#ifndef GPUBASE_WITH_NN
+#if !defined(GPUBASE_WITH_CUDA) || !defined(GPUBASE_WITH_NN)
   for (Result& r : train_skipped_results(configs, train_engine_missing_reason()))
     sink.add(std::move(r));
 #else
-  ProbeOptions probe_options;
-  probe_options.device = options.device;
-  const ProbeContext ctx = probe_context(probe_options);
-  if (options.report_environment) probe_environment(ctx, sink);
+  if (options.report_environment) add_device_facts(*device, sink);
   add_train_facts(options, sink);
 
   for (std::size_t i = 0; i < configs.size(); ++i) {
@@ -415,17 +410,13 @@ TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& 
     sink.progress("train: " + c.model + " " + c.precision + " batch " + std::to_string(c.batch) +
                   ": building the model, " + std::to_string(options.warmup) + " warm-up + " +
                   std::to_string(options.steps) + " timed steps");
-    const TrainMeasurement m = measure_train(c, options, ctx, sink);
+    const TrainMeasurement m = measure_train(c, options, *device, sink);
     std::vector<Result> results = train_results(m);
     sink.progress(progress_text(m, results));
     if (results.front().status == Status::fail) ++outcome.failed;
     for (Result& r : results) sink.add(std::move(r));
     if (m.interrupted) outcome.interrupted = true;
   }
-#endif
-#else
-  outcome.no_gpu_reason = train_engine_missing_reason();
-  for (Result& r : train_skipped_results(configs, outcome.no_gpu_reason)) sink.add(std::move(r));
 #endif
   return outcome;
 }

@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/probe.hpp"
+#include "bench/suite.hpp"
 #include "core/result.hpp"
 
 namespace gb::bench {
@@ -156,10 +156,10 @@ TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& 
 std::string train_engine_missing_reason();
 
 #if defined(GPUBASE_WITH_CUDA) && defined(GPUBASE_WITH_NN)
-// bench/gpu/train_run.cpp: measures one configuration on options.device. Never throws for an
-// engine error: it lands in TrainMeasurement::error.
+// bench/gpu/train_run.cpp: measures one configuration on the suite's device (current while
+// `device` lives). Never throws for an engine error: it lands in TrainMeasurement::error.
 TrainMeasurement measure_train(const TrainConfig& config, const TrainBenchOptions& options,
-                               const ProbeContext& ctx, ResultSink& sink);
+                               const DeviceContext& device, ResultSink& sink);
 #endif
 
 }  // namespace gb::bench

@@ -39,7 +39,7 @@ std::shared_ptr<AmpCli> add_amp_command(CLI::App& app, CLI::App*& cmd) {
                 "(synthetic data), the speedup over FP32 and where it pays");
   cmd->add_option("--speed-batch", cli->bench.speed_batches, "with --speed: batch sizes")
       ->delimiter(',');
-  cmd->add_option("-d,--device", cli->bench.device, "CUDA device index")->capture_default_str();
+  add_device_option(*cmd, cli->bench.device);
   add_output_options(*cmd, cli->out, &cli->save);
   cmd->footer(amp_help());
   return cli;

@@ -91,7 +91,7 @@ int dispatch(int argc, char** argv) {
   std::string only;
   auto* probe = app.add_subcommand("probe", "device facts, GEMM, HBM, PCIe, latency, host memory");
   probe->add_flag("--quick", probe_opts.probe.quick, "fewer sizes and repetitions (about 15 s)");
-  probe->add_option("-d,--device", probe_opts.probe.device, "CUDA device index")->capture_default_str();
+  add_device_option(*probe, probe_opts.probe.device);
   probe->add_option("--only", only, "comma-separated sections: env,gemm,memory,pcie,latency,host");
   probe->add_flag("--save", probe_opts.save, "also save the run under the data folder");
   add_output_options(*probe, probe_opts.out);
@@ -103,8 +103,7 @@ int dispatch(int argc, char** argv) {
   auto* baseline = app.add_subcommand(
       "baseline", "run every suite with built-in defaults, print the checklist, save the run");
   baseline->add_flag("--quick", baseline_opts.probe.quick, "quick probe (about 15 s)");
-  baseline->add_option("-d,--device", baseline_opts.probe.device, "CUDA device index")
-      ->capture_default_str();
+  add_device_option(*baseline, baseline_opts.probe.device);
   baseline->add_flag("--no-save", no_save, "do not save the run");
   add_output_options(*baseline, baseline_opts.out);
   baseline->footer(baseline_help());

@@ -122,6 +122,7 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_flag("--strict", cli->bench.strict,
                 "fail on the first bad file (naming it) instead of skipping and counting it");
+  add_device_option(*cmd, cli->bench.device);
   add_output_options(*cmd, cli->out, &cli->save);
   cmd->footer(loader_help());
   return cli;

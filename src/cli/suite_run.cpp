@@ -18,6 +18,10 @@ void add_output_options(CLI::App& cmd, OutputOptions& out, bool* save) {
   cmd.add_flag("--no-color", out.no_color, "no ANSI colours (also: NO_COLOR=1)");
 }
 
+void add_device_option(CLI::App& cmd, int& device) {
+  cmd.add_option("-d,--device", device, "CUDA device index")->capture_default_str();
+}
+
 SuiteRun::SuiteRun(std::string command) : t0_(std::chrono::steady_clock::now()) {
   run_.tool_version = GPUBASE_VERSION;
   run_.command = std::move(command);

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "bench/probe.hpp"
+#include "bench/suite.hpp"
 #include "cli/output.hpp"
 #include "core/result.hpp"
 
@@ -18,6 +18,11 @@ namespace gb::cli {
 
 // --json, --md, -o FILE, -q, --no-color; and --save when `save` is given.
 void add_output_options(CLI::App& cmd, OutputOptions& out, bool* save = nullptr);
+
+// -d/--device INDEX, the same for every command that touches a GPU. The suite validates it
+// (bench::open_device): a negative index, or one past the machine's devices, is a usage error
+// (exit 2) naming the valid range.
+void add_device_option(CLI::App& cmd, int& device);
 
 // How a suite ended, beyond its results.
 struct SuiteEnd {

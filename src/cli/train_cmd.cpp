@@ -50,7 +50,7 @@ std::shared_ptr<TrainCli> add_train_command(CLI::App& app, CLI::App*& cmd) {
                   "with --data: loader worker threads (default: the usable cores but one)");
   cmd->add_option("--prefetch", cli->bench.data_prefetch, "with --data: batch slots in the ring")
       ->capture_default_str();
-  cmd->add_option("-d,--device", cli->bench.device, "CUDA device index")->capture_default_str();
+  add_device_option(*cmd, cli->bench.device);
   add_output_options(*cmd, cli->out, &cli->save);
   cmd->footer(train_help());
   return cli;

@@ -75,7 +75,7 @@ DType dtype_for(Precision p) {
 }
 bool nhwc_for(Precision p) { return p == Precision::fp16 || p == Precision::bf16; }
 
-// Validates the options and selects the device, before any member touches the GPU.
+// Validates the options before any member touches the GPU.
 const TrainerOptions& checked(const TrainerOptions& o) {
   if (o.batch < 1) throw Error(ErrorKind::usage, "batch must be at least 1");
   if (o.input.channels < 1 || o.input.height < 1 || o.input.width < 1 || o.input.classes < 2) {
@@ -84,8 +84,13 @@ const TrainerOptions& checked(const TrainerOptions& o) {
                                       std::to_string(o.input.width) + " with " +
                                       std::to_string(o.input.classes) + " classes");
   }
-  GB_CHECK_CUDA(cudaSetDevice(o.device));
   return o;
+}
+
+int current_device() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) (void)cudaGetLastError();
+  return device;
 }
 
 std::string gib(std::size_t bytes) {
@@ -158,7 +163,7 @@ Trainer::Impl::Impl(const TrainerOptions& o)
                       mib(per_image) + " per image + " + mib(fixed) +
                       " for weights, optimizer state and workspace); " + gib(now_free) +
                       " of " + gib(now_total) + " are free on device " +
-                      std::to_string(o.device) + ": ";
+                      std::to_string(current_device()) + ": ";
     msg += fits >= 1 ? "a batch of " + std::to_string(fits) + " should fit"
                      : "not even a batch of 1 fits";
     return Error(ErrorKind::runtime, msg);

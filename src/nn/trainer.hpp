@@ -1,7 +1,9 @@
 // nn/trainer.hpp: the training engine's public face. A Trainer builds one model (ResNet-50 v1.5,
 // MobileNetV2, or a small ResNet for 28x28 inputs) on cuDNN + cuBLASLt in one precision and runs
 // training steps on its own stream: forward, softmax cross-entropy, backward, fused SGD with FP32
-// master weights (and, for FP16, dynamic loss scaling with the inf flag kept on the GPU).
+// master weights (and, for FP16, dynamic loss scaling with the inf flag kept on the GPU). It runs
+// on the CUDA device current when it is built; the suites make theirs current with
+// bench::DeviceScope.
 //
 // This header is the contract between the engine (src/nn) and its users (the `train` and `amp`
 // suites in src/bench, the CLI). Nothing here needs cuDNN or cuBLASLt headers.
@@ -45,7 +47,6 @@ struct TrainerOptions {
   float momentum = 0.9f;
   float weight_decay = 1e-4f;
   bool cuda_graph = false;         // capture the whole step once, then replay it
-  int device = 0;
 };
 
 // A batch already on the device: images in the layout/dtype input_format() asks for, labels as

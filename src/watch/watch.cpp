@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/cancel.hpp"
+#include "core/device_index.hpp"
 #include "core/error.hpp"
 #include "sys/cpu_info.hpp"
 #include "sys/nvml.hpp"
@@ -118,6 +119,7 @@ GpuSetup open_gpu(int device) {
     g.facts.push_back({"gpu.nvml", "NVML", nvml.unavailable_reason()});
     return g;
   }
+  require_device_index(device, nvml.device_count(), "NVML");  // none listed: reported below
   const auto dev = nvml.device(device);
   if (!dev) {
     g.unavailable_reason = "NVML sees " + std::to_string(nvml.device_count()) +
@@ -166,6 +168,7 @@ void validate(const WatchOptions& o) {
   if (o.duration_s && !(*o.duration_s > 0))
     throw Error(ErrorKind::usage, "--duration must be more than 0 seconds");
   if (o.stop_grace_s < 0) throw Error(ErrorKind::usage, "the stop grace must be >= 0 s");
+  require_device_index(o.device, 0);  // the range is checked against NVML's list in run_watch
 }
 
 WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {

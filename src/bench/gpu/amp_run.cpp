@@ -115,7 +115,8 @@ AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
   validate_amp_options(options);
   AmpOutcome out;
   std::string why;
-  if (cuda_device_count(why) == 0) {
+  const std::optional<DeviceContext> device = open_device(options.device, why);
+  if (!device) {
     add_amp_skipped(options, why, sink);
     out.gpu_found = false;
     out.no_gpu_reason = why;
@@ -190,7 +191,6 @@ AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
         to.learning_rate = options.learning_rate;
         to.momentum = options.momentum;
         to.weight_decay = options.weight_decay;
-        to.device = options.device;
         nn::Trainer trainer(to);
         const cudaStream_t stream = trainer.stream();
         if (!train_dev) {

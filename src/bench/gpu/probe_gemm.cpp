@@ -685,7 +685,6 @@ std::string progress_line(const GemmCase& c, const Result& r) {
 }  // namespace
 
 void probe_gemm(const ProbeContext& ctx, ResultSink& sink) {
-  GB_CHECK_CUDA(cudaSetDevice(ctx.device.index));
   const gpu::CublasLtHandle handle = gpu::CublasLtHandle::create();
   const gpu::Stream stream = gpu::Stream::create();
   const gpu::DeviceBuffer workspace(kWorkspaceBytes);

@@ -149,14 +149,13 @@ class LoaderFeed {
   std::uint32_t epoch_ = 0;
 };
 
-void run_config(const TrainConfig& c, const TrainBenchOptions& o, const ProbeContext& ctx,
+void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceContext& ctx,
                 ResultSink& sink, TrainMeasurement& m) {
   const auto model = nn::parse_model(c.model);
   const auto precision = nn::parse_precision(c.precision);
   if (!model || !precision)
     throw Error(ErrorKind::usage, "the training engine does not know " + c.model + " " +
                                       c.precision);
-  GB_CHECK_CUDA(cudaSetDevice(o.device));
   std::size_t total = 0;
   const std::optional<std::size_t> used_before = device_used_now(&total);
 
@@ -167,7 +166,6 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const ProbeCon
   to.input = nn::default_input(*model);
   to.seed = o.seed;
   to.cuda_graph = c.cuda_graph;
-  to.device = o.device;
   nn::Trainer trainer(to);
   m.parameter_count = trainer.parameter_count();
   m.input_layout = layout_text(trainer.input_format());
@@ -254,7 +252,7 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const ProbeCon
 }  // namespace
 
 TrainMeasurement measure_train(const TrainConfig& c, const TrainBenchOptions& o,
-                               const ProbeContext& ctx, ResultSink& sink) {
+                               const DeviceContext& ctx, ResultSink& sink) {
   TrainMeasurement m;
   m.config = c;
   m.warmup = o.warmup;

@@ -1,0 +1,42 @@
+// bench/suite.cpp: the CUDA-free half of bench/suite.hpp: the result sink, and what a build
+// without CUDA answers when a suite asks for its GPU. The CUDA half is
+// bench/gpu/device_context.cpp.
+#include "bench/suite.hpp"
+
+#include "core/device_index.hpp"
+#include "core/error.hpp"
+
+namespace gb::bench {
+
+void ResultSink::add(Result r) { results_.push_back(std::move(r)); }
+void ResultSink::add_fact(Fact f) { facts_.push_back(std::move(f)); }
+
+#ifndef GPUBASE_WITH_CUDA
+namespace {
+constexpr const char* kNoCuda = "this gpubase was built without CUDA (GPUBASE_WITH_CUDA=OFF)";
+}  // namespace
+
+DeviceScope::DeviceScope(int /*device*/) { throw Error(ErrorKind::no_gpu, kNoCuda); }
+DeviceScope::~DeviceScope() = default;
+DeviceScope::DeviceScope(DeviceScope&& other) noexcept : restore_(other.restore_) {
+  other.restore_.reset();
+}
+DeviceScope& DeviceScope::operator=(DeviceScope&& other) noexcept {
+  restore_ = other.restore_;
+  other.restore_.reset();
+  return *this;
+}
+
+int cuda_device_count(std::string& reason) {
+  reason = kNoCuda;
+  return 0;
+}
+
+std::optional<DeviceContext> open_device(int index, std::string& no_gpu_reason) {
+  require_device_index(index, 0);  // a negative index is wrong on every machine
+  no_gpu_reason = kNoCuda;
+  return std::nullopt;
+}
+#endif
+
+}  // namespace gb::bench
