@@ -93,6 +93,16 @@ constexpr std::string_view kCpuUtilCauses[] = {"input_bound_cpu",   "main_proces
                                                "one_process_bound", "too_many_workers",
                                                "too_many_threads",  "cpu_steal"};
 
+constexpr AmpThresholds kAmp{
+    .min_useful_speedup = 1.10,
+    .pays_speedup = 1.5,
+    .max_seed_spread_points = 0.3,
+    .accuracy_warn_points = 1.0,
+    .accuracy_fail_points = 2.0,
+    .max_skipped_step_share = 0.01,
+    .min_loss_scale = 1.0,
+};
+
 constexpr std::array<MetricRowSpec, 4> kMetricRows{{
     {"gpu_util", "GPU utilization during training", "> 95 %", "watch.gpu.util.pct",
      "`gpubase watch -- CMD`", true, kWatch.gpu_busy_pct, kWatch.gpu_starved_fail_pct,
@@ -112,7 +122,7 @@ constexpr std::array<MetricRowSpec, 4> kMetricRows{{
      "loader` finds",
      {}, ".data_wait_pct"},
     {"amp_accuracy", "AMP accuracy loss vs FP32", "< 1 %", "amp.accuracy_loss.pct",
-     "`gpubase amp`", false, 1.0, 2.0,
+     "`gpubase amp`", false, kAmp.accuracy_warn_points, kAmp.accuracy_fail_points,
      "mixed precision costs accuracy: use dynamic loss scaling, keep softmax, norms and the "
      "loss in FP32, prefer BF16 over FP16, or stay in FP32/TF32 for small models",
      {}},
@@ -152,6 +162,8 @@ std::string_view area_advice(Area area) {
 }
 
 const WatchThresholds& watch_thresholds() { return kWatch; }
+
+const AmpThresholds& amp_thresholds() { return kAmp; }
 
 std::span<const MetricRowSpec> metric_rows() { return kMetricRows; }
 
