@@ -98,13 +98,12 @@ void add_amp_skipped(const AmpOptions& options, const std::string& reason, Resul
 struct AmpOutcome {
   bool gpu_found = true;
   std::string no_gpu_reason;  // set when gpu_found is false (or the build has no engine)
-  bool interrupted = false;
-  std::vector<AmpRunRecord> records;
 };
 
-// Runs the study on the GPU (bench/gpu/amp_run.cpp) and adds its results; reports skipped results
-// when the build has no GPU engine or the machine no GPU. Progress: one line per epoch.
-// With options.speed, runs the speed comparison instead (run_amp_speed).
+// Runs the study on the GPU (bench/gpu/amp_run.cpp); its results are made from the finished runs
+// when the sink ends (ResultSink::at_end), so Ctrl-C (Cancelled, core/cancel) keeps them.
+// Reports skipped results when the build has no GPU engine or the machine no GPU. Progress: one
+// line per epoch. With options.speed, runs the speed comparison instead (run_amp_speed).
 AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink);
 AmpOutcome run_amp_speed(const AmpOptions& options, ResultSink& sink);
 

@@ -11,6 +11,12 @@ namespace gb::bench {
 void ResultSink::add(Result r) { results_.push_back(std::move(r)); }
 void ResultSink::add_fact(Fact f) { facts_.push_back(std::move(f)); }
 
+void ResultSink::end(bool interrupted) {
+  std::vector<EndFn> summaries = std::move(at_end_);
+  at_end_.clear();
+  for (const EndFn& summary : summaries) summary(*this, interrupted);
+}
+
 #ifndef GPUBASE_WITH_CUDA
 namespace {
 constexpr const char* kNoCuda = "this gpubase was built without CUDA (GPUBASE_WITH_CUDA=OFF)";

@@ -1,7 +1,7 @@
 // bench/suite.hpp: what every suite (probe, train, amp, loader) is built on, CUDA-free so every
 // layer can include it:
-//   - ResultSink: where a suite reports its Results and Facts as soon as each is measured, and
-//     its progress lines;
+//   - ResultSink: where a suite reports its Results and Facts as soon as each is measured (so
+//     Ctrl-C, core/cancel, keeps them), its progress lines, and the summaries made at the end;
 //   - DeviceFacts: what the CUDA runtime says about the card;
 //   - open_device(index): the one way a suite gets its GPU -- count the devices, validate the
 //     index (a usage error naming the valid range), make it current for the suite's lifetime
@@ -34,8 +34,15 @@ class ResultSink {
   std::vector<Fact>& facts() { return facts_; }
   // Typed GPU facts the rules read (PCIe link maxima), filled by the suite that queries them.
   GpuState& gpu() { return gpu_; }
+  // A summary made from what was measured when the suite ends, normally or by Ctrl-C (a
+  // comparison across runs, the configurations that did not run): the suite runner calls end().
+  using EndFn = std::function<void(ResultSink&, bool interrupted)>;
+  void at_end(EndFn summary) { at_end_.push_back(std::move(summary)); }
+  // Runs the summaries once each, in the order they were added.
+  void end(bool interrupted);
 
  private:
+  std::vector<EndFn> at_end_;
   ProgressFn progress_;
   GpuState gpu_;
   std::vector<Result> results_;

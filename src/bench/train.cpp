@@ -230,8 +230,6 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
   if (!m.error.empty()) return {failed_result(m, m.error)};
   if (m.final_loss && !std::isfinite(*m.final_loss))
     return {failed_result(m, non_finite_loss_reason(m, *m.final_loss))};
-  if (m.interrupted && m.step_ms.empty())
-    return train_skipped_results({c}, "interrupted (Ctrl-C) before a timed step completed");
   if (m.step_ms.empty() || !m.final_loss) return {failed_result(m, "no timed step completed")};
 
   const std::string label = config_label(c);
@@ -244,7 +242,6 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
   if (median_ms > 0) ips.value = c.batch * 1e3 / median_ms;
   config_params(ips, c);
   ips.param("steps", static_cast<double>(m.step_ms.size()), "", 0);
-  if (m.interrupted) ips.param("steps_asked", m.steps_asked, "", 0);
   ips.param("warmup_steps", m.warmup, "", 0)
       .param("step_ms_median", median_ms, "ms", 2)
       .param("step_ms_min", *std::min_element(m.step_ms.begin(), m.step_ms.end()), "ms", 2)
@@ -328,6 +325,18 @@ std::vector<Result> train_skipped_results(const std::vector<TrainConfig>& config
   return out;
 }
 
+std::vector<Result> train_unmeasured_results(const std::vector<TrainConfig>& configs,
+                                             const std::vector<Result>& reported) {
+  std::vector<TrainConfig> rest;
+  for (const TrainConfig& c : configs) {
+    const std::string key = train_key(c, "images_per_s");
+    if (std::none_of(reported.begin(), reported.end(),
+                     [&](const Result& r) { return r.key == key; }))
+      rest.push_back(c);
+  }
+  return train_skipped_results(rest, "interrupted (Ctrl-C) before it completed");
+}
+
 std::string train_engine_missing_reason() {
 #if !defined(GPUBASE_WITH_CUDA)
   return "this gpubase was built without CUDA (GPUBASE_WITH_CUDA=OFF)";
@@ -397,16 +406,12 @@ TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& 
   if (options.report_environment) add_device_facts(*device, sink);
   add_train_facts(options, sink);
 
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    if (cancel_requested()) {
-      outcome.interrupted = true;
-      const std::vector<TrainConfig> rest(configs.begin() + static_cast<std::ptrdiff_t>(i),
-                                          configs.end());
-      for (Result& r : train_skipped_results(rest, "interrupted (Ctrl-C) before it ran"))
-        sink.add(std::move(r));
-      break;
-    }
-    const TrainConfig& c = configs[i];
+  sink.at_end([configs](ResultSink& s, bool interrupted) {
+    if (!interrupted) return;
+    for (Result& r : train_unmeasured_results(configs, s.results())) s.add(std::move(r));
+  });
+  for (const TrainConfig& c : configs) {
+    throw_if_cancelled();
     sink.progress("train: " + c.model + " " + c.precision + " batch " + std::to_string(c.batch) +
                   ": building the model, " + std::to_string(options.warmup) + " warm-up + " +
                   std::to_string(options.steps) + " timed steps");
@@ -415,7 +420,6 @@ TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& 
     sink.progress(progress_text(m, results));
     if (results.front().status == Status::fail) ++outcome.failed;
     for (Result& r : results) sink.add(std::move(r));
-    if (m.interrupted) outcome.interrupted = true;
   }
 #endif
   return outcome;

@@ -95,7 +95,6 @@ std::optional<TorchFigure> torch_compile_figure(const std::string& device_name,
 struct TrainMeasurement {
   TrainConfig config;
   int warmup = 0;
-  int steps_asked = 0;
   std::vector<double> step_ms;  // one per timed step that ran
   std::optional<float> first_loss;  // after the first warm-up step
   std::optional<float> final_loss;  // after the last timed step
@@ -110,7 +109,6 @@ struct TrainMeasurement {
   std::optional<Telemetry> telemetry;  // NVML over the timed steps
   std::string device_name;
   std::string error;       // the engine's message (out of memory, ...): a failed configuration
-  bool interrupted = false;  // Ctrl-C during the timed steps: step_ms holds those that ran
   // Fed by the loader (TrainBenchOptions::data): the GPU time of each timed step alone (events
   // right around it; step_ms also holds any wait for data), and what fed it.
   std::vector<double> gpu_step_ms;
@@ -136,17 +134,22 @@ std::vector<Result> train_results(const TrainMeasurement& m);
 // One skipped images_per_s result per configuration, all for `reason`.
 std::vector<Result> train_skipped_results(const std::vector<TrainConfig>& configs,
                                           const std::string& reason);
+// After Ctrl-C: a skipped result for each configuration with no images_per_s in `reported`
+// (the one in progress and those that never started).
+std::vector<Result> train_unmeasured_results(const std::vector<TrainConfig>& configs,
+                                             const std::vector<Result>& reported);
 
 struct TrainBenchOutcome {
   bool gpu_found = false;
   std::string no_gpu_reason;  // set when gpu_found is false
-  bool interrupted = false;   // Ctrl-C: the configurations measured before it are reported
   std::size_t configurations = 0;
   std::size_t failed = 0;
 };
 
 // Entry point: validates the options (usage errors before anything runs), reports host facts,
-// then each configuration's results as soon as it is done. No GPU, no CUDA or no engine in
+// then each configuration's results as soon as it is done. Ctrl-C (core/cancel) throws
+// Cancelled between and inside configurations; the one in progress is dropped and, at the
+// sink's end, every configuration not measured is reported skipped. No GPU, no CUDA or no engine in
 // this build: skipped results with the reason (gpu_found false for the first two). An engine
 // error in one configuration (out of memory at that batch) fails that configuration only.
 TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& sink);

@@ -48,10 +48,10 @@ std::shared_ptr<AmpCli> add_amp_command(CLI::App& app, CLI::App*& cmd) {
 int run_amp_command(const AmpCli& cli) {
   SuiteRun suite("amp");
   bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
-  const bench::AmpOutcome outcome = bench::run_amp(cli.bench, sink);
-  if (outcome.interrupted)
-    progress_line(cli.out, "interrupted: reporting the runs finished so far");
-  suite.complete(sink, {outcome.gpu_found, outcome.no_gpu_reason, outcome.interrupted});
+  suite.run_suite(sink, cli.out, [&] {
+    const bench::AmpOutcome outcome = bench::run_amp(cli.bench, sink);
+    return SuiteEnd{outcome.gpu_found, outcome.no_gpu_reason};
+  });
   return suite.finish(cli.out, cli.save);
 }
 

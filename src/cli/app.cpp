@@ -49,27 +49,18 @@ bench::TrainBenchOptions baseline_train_options(const ProbeCli& opts) {
   return t;
 }
 
-// Runs the probe (and baseline's training figure) and prints the run; keeps what was measured
-// when interrupted.
+// Runs the probe (and baseline's training figure) and prints the run.
 int run_probe_command(const std::string& command, const ProbeCli& opts, bool with_train = false) {
   SuiteRun suite(command);
   bench::ResultSink sink([&](const std::string& line) { progress_line(opts.out, line); });
-  SuiteEnd end;
-  try {
+  suite.run_suite(sink, opts.out, [&] {
     const bench::ProbeOutcome outcome = bench::run_probe(opts.probe, sink);
-    end.gpu_found = outcome.gpu_found;
-    end.no_gpu_reason = outcome.no_gpu_reason;
     if (with_train) {
       sink.progress("baseline: training throughput, ResNet-50 BF16 batch 256");
-      if (bench::run_train_bench(baseline_train_options(opts), sink).interrupted)
-        throw Error(ErrorKind::interrupted, "interrupted");
+      bench::run_train_bench(baseline_train_options(opts), sink);
     }
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::interrupted) throw;
-    end = SuiteEnd{.interrupted = true};
-    progress_line(opts.out, "interrupted: reporting what was measured so far");
-  }
-  suite.complete(sink, end);
+    return SuiteEnd{outcome.gpu_found, outcome.no_gpu_reason};
+  });
   return suite.finish(opts.out, opts.save);
 }
 

@@ -143,10 +143,12 @@ int run_loader_command(const LoaderCli& cli) {
   const fs::path path = cli.data.empty() ? default_dataset(cli.out) : fs::path(cli.data);
   const auto dataset = data::open_dataset({.path = path, .strict = options.strict});
   bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
-  const bench::LoaderBenchOutcome outcome = bench::run_loader_bench(*dataset, options, sink);
-  if (outcome.interrupted)
-    progress_line(cli.out, "interrupted: reporting the sweep points measured so far");
-  suite.complete(sink, {.interrupted = outcome.interrupted});
+  suite.run_suite(sink, cli.out, [&] {
+    // The loader stops at Ctrl-C with the points it measured; the runner reports them.
+    bench::run_loader_bench(*dataset, options, sink);
+    throw_if_cancelled();
+    return SuiteEnd{};
+  });
   return suite.finish(cli.out, cli.save);
 }
 

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "diagnose/diagnose.hpp"
 
@@ -28,8 +29,21 @@ SuiteRun::SuiteRun(std::string command) : t0_(std::chrono::steady_clock::now()) 
   run_.started_at = utc_now_iso8601();
 }
 
+Run& SuiteRun::run_suite(bench::ResultSink& sink, const OutputOptions& out,
+                        const std::function<SuiteEnd()>& suite) {
+  SuiteEnd end;
+  try {
+    end = suite();
+  } catch (const Cancelled&) {
+    end = SuiteEnd{.interrupted = true};
+    progress_line(out, "interrupted: reporting what was measured so far");
+  }
+  return complete(sink, end);
+}
+
 Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
   end_ = end;
+  sink.end(end.interrupted);
   run_.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   run_.environment = std::move(sink.facts());

@@ -1,9 +1,11 @@
 // cli/suite_run.hpp: what every suite command (probe, baseline, loader, train, amp) does around
 // its suite, in one place: the output options, a Run stamped with the command and start time,
-// the sink's facts and results moved in with the no-GPU and Ctrl-C facts, verdicts and the
-// checklist, then printing, saving and the exit code (docs: exit codes in `gpubase --help`).
+// Ctrl-C (the one catch of core/cancel's Cancelled), the sink's facts and results moved in with
+// the no-GPU and Ctrl-C facts, verdicts and the checklist, then printing, saving and the exit
+// code (docs: exit codes in `gpubase --help`).
 #pragma once
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "bench/suite.hpp"
@@ -34,15 +36,21 @@ struct SuiteEnd {
 class SuiteRun {
  public:
   explicit SuiteRun(std::string command);
-  // Takes the sink's facts and results, adds gpu.available / run.interrupted facts as `end`
-  // says, and lets diagnose set verdicts and the checklist.
-  Run& complete(bench::ResultSink& sink, const SuiteEnd& end);
+  // Runs the suite: `suite` reports into `sink` and says how it ended. Ctrl-C inside it
+  // (gb::Cancelled, from throw_if_cancelled()) is caught here and nowhere else: the run ends
+  // interrupted with every result the sink holds. Then the sink's end summaries run, its facts
+  // and results move into the run with the gpu.available / run.interrupted facts, and diagnose
+  // sets verdicts and the checklist.
+  Run& run_suite(bench::ResultSink& sink, const OutputOptions& out,
+                 const std::function<SuiteEnd()>& suite);
   // Prints (and with save, saves) the run; the exit code: 130 interrupted, 3 no GPU (the reason
   // on stderr), 1 when a verdict failed, else 0.
   int finish(const OutputOptions& out, bool save) const;
   Run& run() { return run_; }
 
  private:
+  Run& complete(bench::ResultSink& sink, const SuiteEnd& end);
+
   Run run_;
   SuiteEnd end_;
   std::chrono::steady_clock::time_point t0_;

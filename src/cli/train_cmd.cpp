@@ -59,10 +59,10 @@ std::shared_ptr<TrainCli> add_train_command(CLI::App& app, CLI::App*& cmd) {
 int run_train_command(const TrainCli& cli) {
   SuiteRun suite("train");
   bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
-  const bench::TrainBenchOutcome outcome = bench::run_train_bench(cli.bench, sink);
-  if (outcome.interrupted)
-    progress_line(cli.out, "interrupted: reporting the configurations measured so far");
-  suite.complete(sink, {outcome.gpu_found, outcome.no_gpu_reason, outcome.interrupted});
+  suite.run_suite(sink, cli.out, [&] {
+    const bench::TrainBenchOutcome outcome = bench::run_train_bench(cli.bench, sink);
+    return SuiteEnd{outcome.gpu_found, outcome.no_gpu_reason};
+  });
   return suite.finish(cli.out, cli.save);
 }
 

@@ -40,7 +40,6 @@ TrainMeasurement h200_bf16() {
   TrainMeasurement m;
   m.config = {"resnet50", "bf16", 256, false};
   m.warmup = 20;
-  m.steps_asked = 50;
   for (int i = 0; i < 50; ++i) m.step_ms.push_back(54.0 + 0.02 * (i % 7));
   m.first_loss = 6.94f;
   m.final_loss = 6.91f;
@@ -265,26 +264,19 @@ TEST(TrainResults, AnEngineErrorFailsTheConfigurationWithItsMessage) {
   EXPECT_EQ(results[0].number_param("batch"), 4096);
 }
 
-TEST(TrainResults, CtrlCDuringTheTimedStepsKeepsTheStepsMeasured) {
-  TrainMeasurement m = h200_bf16();
-  m.step_ms.resize(12);
-  m.interrupted = true;
-  const auto results = train_results(m);
-  ASSERT_EQ(results.size(), 3u);
-  EXPECT_EQ(results[0].status, Status::info);
-  EXPECT_EQ(results[0].samples.size(), 12u);
-  EXPECT_EQ(results[0].number_param("steps"), 12);
-  EXPECT_EQ(results[0].number_param("steps_asked"), 50);
-}
-
-TEST(TrainResults, CtrlCBeforeAnyTimedStepIsSkippedNotFailed) {
-  TrainMeasurement m;
-  m.config = {"mobilenet_v2", "fp16", 256, false};
-  m.interrupted = true;
-  const auto results = train_results(m);
-  ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0].status, Status::skipped);
-  EXPECT_NE(results[0].reason.find("interrupted"), std::string::npos);
+TEST(TrainResults, AfterCtrlCEveryConfigurationNotMeasuredIsSkipped) {
+  const std::vector<TrainConfig> configs = {{"resnet50", "fp32", 256, true},
+                                            {"resnet50", "bf16", 256, true},
+                                            {"mobilenet_v2", "bf16", 256, true}};
+  const std::vector<Result> reported = train_results(h200_bf16());  // resnet50 bf16 b256
+  const auto rest = train_unmeasured_results(configs, reported);
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_EQ(rest[0].key, "train.resnet50.fp32.b256.images_per_s");
+  EXPECT_EQ(rest[1].key, "train.mobilenet_v2.bf16.b256.images_per_s");
+  for (const Result& r : rest) {
+    EXPECT_EQ(r.status, Status::skipped);
+    EXPECT_NE(r.reason.find("interrupted"), std::string::npos);
+  }
 }
 
 TEST(TrainResults, Fp16SkippedUpdatesAreNamed) {

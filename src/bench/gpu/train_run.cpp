@@ -149,6 +149,12 @@ class LoaderFeed {
   std::uint32_t epoch_ = 0;
 };
 
+// The loader's next batch is empty only after Ctrl-C.
+[[noreturn]] void throw_loader_stopped() {
+  throw_if_cancelled();
+  throw Error(ErrorKind::runtime, "the loader stopped without a batch");
+}
+
 void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceContext& ctx,
                 ResultSink& sink, TrainMeasurement& m) {
   const auto model = nn::parse_model(c.model);
@@ -189,14 +195,8 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
   // Warm-up. One host synchronisation after the first step for its loss (the sanity figure
   // next to the last), one at the end so the timed steps start on an empty queue.
   for (int i = 0; i < o.warmup; ++i) {
-    if (cancel_requested()) {
-      m.interrupted = true;
-      return;
-    }
-    if (!step(nullptr)) {
-      m.interrupted = true;
-      return;
-    }
+    throw_if_cancelled();
+    if (!step(nullptr)) throw_loader_stopped();
     if (i == 0) m.first_loss = trainer.last_step().loss;
   }
   if (o.warmup > 0) (void)trainer.last_step();
@@ -213,16 +213,9 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
   events.push_back(gpu::Event::create());
   events.back().record(stream);
   for (int i = 0; i < o.steps; ++i) {
-    if (cancel_requested()) {
-      m.interrupted = true;
-      break;
-    }
+    throw_if_cancelled();
     if (feed) befores.push_back(gpu::Event::create());
-    if (!step(feed ? &befores.back() : nullptr)) {
-      if (feed) befores.pop_back();
-      m.interrupted = true;
-      break;
-    }
+    if (!step(feed ? &befores.back() : nullptr)) throw_loader_stopped();
     events.push_back(gpu::Event::create());
     events.back().record(stream);
   }
@@ -256,16 +249,13 @@ TrainMeasurement measure_train(const TrainConfig& c, const TrainBenchOptions& o,
   TrainMeasurement m;
   m.config = c;
   m.warmup = o.warmup;
-  m.steps_asked = o.steps;
   m.device_name = ctx.device.name;
   try {
     run_config(c, o, ctx, sink, m);
+  } catch (const Cancelled&) {
+    throw;  // Ctrl-C is the suite runner's, not a failed configuration
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::interrupted) {
-      m.interrupted = true;
-    } else {
-      m.error = e.what();
-    }
+    m.error = e.what();
   } catch (const std::exception& e) {
     m.error = std::string("the training engine failed: ") + e.what();
   }
