@@ -14,16 +14,12 @@
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "core/stats.hpp"
+#include "core/vocabulary.hpp"
 #include "bench/train.hpp"
 
 namespace gb::bench {
 
 namespace {
-
-const std::vector<std::string>& known_precisions() {
-  static const std::vector<std::string> p{"fp32", "tf32", "fp16", "bf16"};
-  return p;
-}
 
 double mean(std::span<const double> v) {
   double s = 0;
@@ -39,7 +35,10 @@ double stddev(std::span<const double> v) {
   return std::sqrt(s / static_cast<double>(v.size() - 1));
 }
 
-bool is_amp(const std::string& p) { return p == "fp16" || p == "bf16"; }
+bool is_amp(const std::string& p) {
+  const auto precision = parse_precision(p);
+  return precision && is_mixed(*precision);
+}
 
 std::string key(const std::string& precision, const std::string& what) {
   return "amp." + precision + "." + what;
@@ -58,8 +57,7 @@ Result value_result(std::string k, std::string label, std::string unit, std::vec
 void validate_amp_options(const AmpOptions& o) {
   if (o.precisions.empty()) throw Error(ErrorKind::usage, "--precision: give at least one");
   for (const std::string& p : o.precisions)
-    if (std::find(known_precisions().begin(), known_precisions().end(), p) ==
-        known_precisions().end())
+    if (!parse_precision(p))
       throw Error(ErrorKind::usage,
                   "--precision: '" + p + "' is not one of fp32, tf32, fp16, bf16");
   if (o.seeds < 1 || o.seeds > 100) throw Error(ErrorKind::usage, "--seeds: 1 .. 100");
@@ -70,7 +68,7 @@ void validate_amp_options(const AmpOptions& o) {
   for (int b : o.speed_batches)
     if (b < 1 || b > 65536) throw Error(ErrorKind::usage, "--speed-batch: 1 .. 65536");
   if (o.speed && o.speed_batches.empty()) throw Error(ErrorKind::usage, "--speed-batch: give one");
-  if (o.model != "small_resnet" && o.model != "resnet50" && o.model != "mobilenet_v2")
+  if (!parse_model(o.model))
     throw Error(ErrorKind::usage,
                 "--model: '" + o.model + "' is not one of small_resnet, resnet50, mobilenet_v2");
 }
@@ -346,7 +344,7 @@ void add_amp_speed_results(const std::vector<Result>& train_results, ResultSink&
     const auto& per = rates[mb];
     const auto fp32 = per.find("fp32");
     if (fp32 == per.end() || fp32->second <= 0) continue;
-    for (const std::string& p : known_precisions()) {
+    for (const std::string& p : train_precisions()) {
       const auto it = per.find(p);
       if (p == "fp32" || it == per.end()) continue;
       const double x = it->second / fp32->second;

@@ -12,6 +12,7 @@
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "core/vocabulary.hpp"
 #include "sys/cpu_info.hpp"
 
 namespace gb::bench {
@@ -94,12 +95,20 @@ std::string non_finite_loss_reason(const TrainMeasurement& m, float loss) {
 }  // namespace
 
 const std::vector<std::string>& train_models() {
-  static const std::vector<std::string> models{"resnet50", "mobilenet_v2", "small_resnet"};
+  static const std::vector<std::string> models = [] {
+    std::vector<std::string> out;
+    for (const Model m : all_models()) out.emplace_back(to_string(m));
+    return out;
+  }();
   return models;
 }
 
 const std::vector<std::string>& train_precisions() {
-  static const std::vector<std::string> precisions{"fp32", "tf32", "fp16", "bf16"};
+  static const std::vector<std::string> precisions = [] {
+    std::vector<std::string> out;
+    for (const Precision p : all_precisions()) out.emplace_back(to_string(p));
+    return out;
+  }();
   return precisions;
 }
 

@@ -31,7 +31,7 @@
 
 namespace gb::bench {
 
-// Names as the engine spells them (nn::parse_model / nn::parse_precision), in report order.
+// The spellings of core/vocabulary.hpp's models and precisions, in report order.
 const std::vector<std::string>& train_models();      // resnet50, mobilenet_v2, small_resnet
 const std::vector<std::string>& train_precisions();  // fp32, tf32, fp16, bf16
 

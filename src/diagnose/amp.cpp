@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/format.hpp"
+#include "core/vocabulary.hpp"
 #include "diagnose/rules.hpp"
 #include "diagnose/thresholds.hpp"
 
@@ -16,7 +17,11 @@ namespace gb::diagnose {
 
 namespace {
 
-bool is_mixed(std::string_view p) { return p == "fp16" || p == "bf16"; }
+// fp16 or bf16, as the result's "precision" param spells it.
+bool is_mixed_precision(std::string_view p) {
+  const auto precision = parse_precision(p);
+  return precision && is_mixed(*precision);
+}
 
 // "amp.<precision>.<figure>" (not the amp.speed.* comparison).
 bool is_amp_figure(const Result& r, std::string_view figure) {
@@ -43,7 +48,7 @@ void judge_all_diverged(Result& r) {
 void judge_speedup(Result& r) {
   if (r.status != Status::info || !r.value || !is_amp_figure(r, "speedup")) return;
   const std::string p = precision_of(r);
-  if (!is_mixed(p) || *r.value >= amp_thresholds().min_useful_speedup) return;
+  if (!is_mixed_precision(p) || *r.value >= amp_thresholds().min_useful_speedup) return;
   r.status = Status::warn;
   r.reason = p + " trains at " + fixed(*r.value, 2) +
              "x the FP32 rate: mixed precision does not pay here";
@@ -97,7 +102,7 @@ std::string slow_mixed_precisions(const Run& run) {
   for (const Result& r : run.results) {
     if (!r.value || !is_amp_figure(r, "speedup")) continue;
     const std::string p = precision_of(r);
-    if (is_mixed(p) && *r.value < amp_thresholds().min_useful_speedup)
+    if (is_mixed_precision(p) && *r.value < amp_thresholds().min_useful_speedup)
       out += (out.empty() ? "" : ", ") + p + " " + fixed(*r.value, 2) + "x";
   }
   return out;

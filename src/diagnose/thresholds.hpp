@@ -28,7 +28,7 @@ enum class Area { compute, memory, pcie };
 struct AchievableRule {
   std::string_view key;
   Basis basis;
-  Precision precision;     // gemm_peak only
+  GemmPrecision precision;  // gemm_peak only
   double fraction;         // achievable = fraction x basis
   std::string_view why;    // the measurement the fraction comes from (goes into Reference.source)
   Area area;

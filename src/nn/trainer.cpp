@@ -32,37 +32,6 @@
 
 namespace gb::nn {
 
-std::string_view to_string(Precision p) {
-  switch (p) {
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
-  }
-  return "?";
-}
-
-std::optional<Precision> parse_precision(std::string_view s) {
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
-    if (s == to_string(p)) return p;
-  return std::nullopt;
-}
-
-std::string_view to_string(Model m) {
-  switch (m) {
-    case Model::resnet50: return "resnet50";
-    case Model::mobilenet_v2: return "mobilenet_v2";
-    case Model::small_resnet: return "small_resnet";
-  }
-  return "?";
-}
-
-std::optional<Model> parse_model(std::string_view s) {
-  for (Model m : {Model::resnet50, Model::mobilenet_v2, Model::small_resnet})
-    if (s == to_string(m)) return m;
-  return std::nullopt;
-}
-
 InputShape default_input(Model m) {
   if (m == Model::small_resnet) return InputShape{1, 28, 28, 10};
   return InputShape{3, 224, 224, 1000};

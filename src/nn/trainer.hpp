@@ -18,17 +18,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/vocabulary.hpp"
+
 namespace gb::nn {
 
-enum class Precision { fp32, tf32, fp16, bf16 };
-// fp32: tensor cores off (TF32 disabled in cuDNN and cuBLASLt); tf32: FP32 storage, TF32 math;
-// fp16 / bf16: reduced-precision activations and weights copies in NHWC, FP32 master weights.
-std::string_view to_string(Precision p);
-std::optional<Precision> parse_precision(std::string_view s);  // "fp32", "tf32", "fp16", "bf16"
-
-enum class Model { resnet50, mobilenet_v2, small_resnet };
-std::string_view to_string(Model m);
-std::optional<Model> parse_model(std::string_view s);  // "resnet50", "mobilenet_v2", "small_resnet"
+// The models and precisions, their spellings and parsers: core/vocabulary.hpp (one type for the
+// CLI, the suites and the engine).
+using gb::Model;
+using gb::Precision;
 
 // Input geometry of a model: resnet50 / mobilenet_v2 3x224x224 and 1000 classes; small_resnet
 // 1x28x28 and 10 classes (Fashion-MNIST).

@@ -113,7 +113,7 @@ const AmpRunRecord* find_record(const std::vector<AmpRunRecord>& records, const 
 // mean and standard deviation, and the model's input shape with the dataset's classes.
 struct StudyData {
   std::string dir;
-  nn::Model model = nn::Model::small_resnet;
+  Model model = Model::small_resnet;
   nn::InputShape input;
   HostSplit train, test;
 };
@@ -128,7 +128,7 @@ StudyData load_study_data(const AmpOptions& options) {
                 "folder with train-* and t10k-* files)");
   const auto train_set = data::open_idx_split(d.dir, "train");
   const auto test_set = data::open_idx_split(d.dir, "t10k");
-  d.model = *nn::parse_model(options.model);
+  d.model = *parse_model(options.model);
   d.input = nn::default_input(d.model);
   const auto shape = train_set->raw_shape();
   const auto wxhxc = [](auto w, auto h, auto c) {
@@ -298,7 +298,7 @@ AmpRunRecord train_run(const RunPlan& plan, nn::Trainer& trainer, const std::str
 }
 
 nn::TrainerOptions trainer_options(const AmpOptions& options, const StudyData& data,
-                                   nn::Precision precision, std::uint64_t seed) {
+                                   Precision precision, std::uint64_t seed) {
   nn::TrainerOptions to;
   to.model = data.model;
   to.precision = precision;
@@ -342,7 +342,7 @@ AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
   std::vector<std::string> order = options.precisions;
   std::stable_partition(order.begin(), order.end(), [](const std::string& p) { return p == "fp16"; });
   for (const std::string& p : order) {
-    const nn::Precision precision = *nn::parse_precision(p);
+    const Precision precision = *parse_precision(p);
     std::optional<DeviceSplit> train_dev, test_dev;
     for (int s = 0; s < options.seeds; ++s) {
       const std::uint64_t seed = static_cast<std::uint64_t>(s) + 1;

@@ -110,7 +110,7 @@ constexpr gpu::GemmShape kHeadlineShape{8192, 8192, 8192};
 constexpr gpu::GemmShape kExtraShapes[] = {{4096, 4096, 4096}, {8192, 8192, 1024}};
 
 struct GemmCase {
-  Precision precision;
+  GemmPrecision precision;
   gpu::GemmShape shape;
   bool headline;  // 8192^3: the key without the shape, and the sustained figure
 };
@@ -143,10 +143,10 @@ Budget budget_for(bool quick) {
 // Headline shape for every precision first (what Ctrl-C keeps), then the other shapes.
 std::vector<GemmCase> gemm_cases(bool quick) {
   std::vector<GemmCase> cases;
-  for (const Precision p : kAllPrecisions) cases.push_back({p, kHeadlineShape, true});
+  for (const GemmPrecision p : kAllGemmPrecisions) cases.push_back({p, kHeadlineShape, true});
   if (quick) return cases;
   for (const gpu::GemmShape& s : kExtraShapes)
-    for (const Precision p : kAllPrecisions) cases.push_back({p, s, false});
+    for (const GemmPrecision p : kAllGemmPrecisions) cases.push_back({p, s, false});
   return cases;
 }
 
@@ -217,7 +217,7 @@ std::vector<Result> no_figure(const GemmCase& c, const Budget& budget, Status st
   return out;
 }
 
-void add_references(const ProbeContext& ctx, Precision p, const Telemetry& telemetry,
+void add_references(const ProbeContext& ctx, GemmPrecision p, const Telemetry& telemetry,
                     const std::string& window, Result& r) {
   if (ctx.spec && ctx.spec->peak(p) > 0)
     r.reference("datasheet", ctx.spec->peak(p),
@@ -238,7 +238,7 @@ void add_references(const ProbeContext& ctx, Precision p, const Telemetry& telem
   const auto rate = flops_per_sm_per_clock(dev.cc_major, dev.cc_minor, p);
   const auto peak = computed_peak_tflops(dev.cc_major, dev.cc_minor, dev.sm_count, clock_mhz, p);
   if (rate && peak) {
-    const char* op = p == Precision::int8 ? " OP" : " FLOP";
+    const char* op = p == GemmPrecision::int8 ? " OP" : " FLOP";
     r.reference("clock_adjusted", *peak,
                 std::to_string(dev.sm_count) + " SMs x " + fixed(*rate, 0) + op + "/clk/SM x " +
                     fixed(clock_mhz, 0) + " MHz, " + clock_source);
@@ -344,9 +344,9 @@ std::vector<double> to_tflops(const gpu::GemmShape& shape, const std::vector<dou
 }
 
 // NVIDIA_TF32_OVERRIDE=0 makes cuBLAS ignore the TF32 request: the figure would be FP32.
-void check_tf32_override(Precision p, Result& r) {
+void check_tf32_override(GemmPrecision p, Result& r) {
   if (const char* v = std::getenv("NVIDIA_TF32_OVERRIDE");
-      p == Precision::tf32 && v && std::string(v) == "0") {
+      p == GemmPrecision::tf32 && v && std::string(v) == "0") {
     r.status = Status::invalid;
     r.reason = "NVIDIA_TF32_OVERRIDE=0 is set: cuBLAS runs this TF32 request as plain FP32";
   }
@@ -355,7 +355,7 @@ void check_tf32_override(Precision p, Result& r) {
 std::vector<Result> measure_case(const ProbeContext& ctx, const GemmCase& c, const Budget& budget,
                                  cublasLtHandle_t handle, const gpu::DeviceBuffer& workspace,
                                  cudaStream_t s) {
-  const Precision p = c.precision;
+  const GemmPrecision p = c.precision;
   const std::string unit(precision_unit(p));
   const DeviceFacts& dev = ctx.device;
 
@@ -378,9 +378,9 @@ std::vector<Result> measure_case(const ProbeContext& ctx, const GemmCase& c, con
       gemms[li].emplace(handle, p, c.shape, options);
       algos[li] = gemms[li]->algorithms(kWorkspaceBytes, budget.candidates_per_layout);
     } catch (const Error& e) {
-      if (p != Precision::fp32 || e.kind() != ErrorKind::runtime) throw;
+      if (p != GemmPrecision::fp32 || e.kind() != ErrorKind::runtime) throw;
     }
-    if (algos[li].empty() && p == Precision::fp32) {
+    if (algos[li].empty() && p == GemmPrecision::fp32) {
       options.compute = CUBLAS_COMPUTE_32F;
       gemms[li].emplace(handle, p, c.shape, options);
       algos[li] = gemms[li]->algorithms(kWorkspaceBytes, budget.candidates_per_layout);
@@ -588,8 +588,8 @@ std::vector<Result> measure_case(const ProbeContext& ctx, const GemmCase& c, con
         .param("candidates", std::to_string(ran.size()) + " of " + std::to_string(cands.size()) +
                                  " (" + layouts_text + ") ran: " + tried)
         .param("selection",
-               std::to_string(kSelectionWarmup) + " untimed + " +
-                   std::to_string(kSelectionTimed) + " timed GEMMs per candidate" +
+               std::to_string(kSelectionWarmup) + " untimed + " + std::to_string(kSelectionTimed) +
+                   " timed GEMMs per candidate" +
                    (finalists.empty() ? std::string()
                                       : "; the " + std::to_string(finalists.size()) +
                                             " fastest re-timed in reverse order, judged on "
@@ -597,10 +597,10 @@ std::vector<Result> measure_case(const ProbeContext& ctx, const GemmCase& c, con
                    "; " + fixed(selection_s, 2) + " s")
         .param("input_sets",
                std::to_string(sets) + " (A+B " + gib(static_cast<double>(ab_bytes)) + " each)")
-        .param("inputs", p == Precision::int8 ? "uniform [-128, 127]"
-                                              : "uniform [-1, 1) rounded to the type")
+        .param("inputs", p == GemmPrecision::int8 ? "uniform [-128, 127]"
+                                                  : "uniform [-1, 1) rounded to the type")
         .param("validation", check.describe() + ", long-double CPU reference");
-    if (p == Precision::fp8)
+    if (p == GemmPrecision::fp8)
       r.param("fp8_fast_accum", "off (CUBLASLT_MATMUL_DESC_FAST_ACCUM = 0; scales 1)");
   };
   const std::function<void()> run_one = [&] { run(win); };

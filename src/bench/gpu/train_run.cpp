@@ -157,8 +157,8 @@ class LoaderFeed {
 
 void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceContext& ctx,
                 ResultSink& sink, TrainMeasurement& m) {
-  const auto model = nn::parse_model(c.model);
-  const auto precision = nn::parse_precision(c.precision);
+  const auto model = parse_model(c.model);
+  const auto precision = parse_precision(c.precision);
   if (!model || !precision)
     throw Error(ErrorKind::usage, "the training engine does not know " + c.model + " " +
                                       c.precision);
@@ -229,7 +229,7 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
 
   const nn::StepResult last = trainer.last_step();
   m.final_loss = last.loss;
-  if (*precision == nn::Precision::fp16) {
+  if (*precision == Precision::fp16) {
     const nn::Trainer::ScalerStats s = trainer.scaler_stats();
     m.loss_scale = s.scale;
     m.skipped_steps = s.skipped - skipped_before;
