@@ -239,6 +239,8 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
   if (!m.error.empty()) return {failed_result(m, m.error)};
   if (m.final_loss && !std::isfinite(*m.final_loss))
     return {failed_result(m, non_finite_loss_reason(m, *m.final_loss))};
+  if (m.interrupted && m.step_ms.empty())
+    return train_skipped_results({c}, "interrupted (Ctrl-C) before a timed step completed");
   if (m.step_ms.empty() || !m.final_loss) return {failed_result(m, "no timed step completed")};
 
   const std::string label = config_label(c);
@@ -251,6 +253,7 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
   if (median_ms > 0) ips.value = c.batch * 1e3 / median_ms;
   config_params(ips, c);
   ips.param("steps", static_cast<double>(m.step_ms.size()), "", 0);
+  if (m.interrupted) ips.param("steps_asked", m.steps_asked, "", 0);
   ips.param("warmup_steps", m.warmup, "", 0)
       .param("step_ms_median", median_ms, "ms", 2)
       .param("step_ms_min", *std::min_element(m.step_ms.begin(), m.step_ms.end()), "ms", 2)
@@ -430,6 +433,7 @@ TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& 
     if (results.front().status == Status::fail) ++outcome.failed;
     for (Result& r : results) sink.add(std::move(r));
   }
+  throw_if_cancelled();  // Ctrl-C in the last configuration's timed steps
 #endif
   return outcome;
 }

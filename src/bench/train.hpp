@@ -95,6 +95,7 @@ std::optional<TorchFigure> torch_compile_figure(const std::string& device_name,
 struct TrainMeasurement {
   TrainConfig config;
   int warmup = 0;
+  int steps_asked = 0;
   std::vector<double> step_ms;  // one per timed step that ran
   std::optional<float> first_loss;  // after the first warm-up step
   std::optional<float> final_loss;  // after the last timed step
@@ -109,6 +110,7 @@ struct TrainMeasurement {
   std::optional<Telemetry> telemetry;  // NVML over the timed steps
   std::string device_name;
   std::string error;       // the engine's message (out of memory, ...): a failed configuration
+  bool interrupted = false;  // Ctrl-C during the timed steps: step_ms holds those that ran
   // Fed by the loader (TrainBenchOptions::data): the GPU time of each timed step alone (events
   // right around it; step_ms also holds any wait for data), and what fed it.
   std::vector<double> gpu_step_ms;
@@ -147,9 +149,10 @@ struct TrainBenchOutcome {
 };
 
 // Entry point: validates the options (usage errors before anything runs), reports host facts,
-// then each configuration's results as soon as it is done. Ctrl-C (core/cancel) throws
-// Cancelled between and inside configurations; the one in progress is dropped and, at the
-// sink's end, every configuration not measured is reported skipped. No GPU, no CUDA or no engine in
+// then each configuration's results as soon as it is done. Ctrl-C (core/cancel): during the
+// timed steps it ends them early and the configuration reports the steps that ran; then (or in
+// the warm-up, or between configurations) Cancelled is thrown, and at the sink's end every
+// configuration not measured is reported skipped. No GPU, no CUDA or no engine in
 // this build: skipped results with the reason (gpu_found false for the first two). An engine
 // error in one configuration (out of memory at that batch) fails that configuration only.
 TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& sink);

@@ -40,6 +40,7 @@ TrainMeasurement h200_bf16() {
   TrainMeasurement m;
   m.config = {"resnet50", "bf16", 256, false};
   m.warmup = 20;
+  m.steps_asked = 50;
   for (int i = 0; i < 50; ++i) m.step_ms.push_back(54.0 + 0.02 * (i % 7));
   m.first_loss = 6.94f;
   m.final_loss = 6.91f;
@@ -262,6 +263,28 @@ TEST(TrainResults, AnEngineErrorFailsTheConfigurationWithItsMessage) {
   EXPECT_EQ(results[0].status, Status::fail);
   EXPECT_EQ(results[0].reason, m.error);
   EXPECT_EQ(results[0].number_param("batch"), 4096);
+}
+
+TEST(TrainResults, CtrlCDuringTheTimedStepsKeepsTheStepsMeasured) {
+  TrainMeasurement m = h200_bf16();
+  m.step_ms.resize(12);
+  m.interrupted = true;
+  const auto results = train_results(m);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].status, Status::info);
+  EXPECT_EQ(results[0].samples.size(), 12u);
+  EXPECT_EQ(results[0].number_param("steps"), 12);
+  EXPECT_EQ(results[0].number_param("steps_asked"), 50);
+}
+
+TEST(TrainResults, CtrlCBeforeAnyTimedStepIsSkippedNotFailed) {
+  TrainMeasurement m;
+  m.config = {"mobilenet_v2", "fp16", 256, false};
+  m.interrupted = true;
+  const auto results = train_results(m);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, Status::skipped);
+  EXPECT_NE(results[0].reason.find("interrupted"), std::string::npos);
 }
 
 TEST(TrainResults, AfterCtrlCEveryConfigurationNotMeasuredIsSkipped) {

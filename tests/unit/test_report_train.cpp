@@ -26,6 +26,7 @@ bench::TrainMeasurement measured(const std::string& model, const std::string& pr
   bench::TrainMeasurement m;
   m.config = {model, precision, 256, false};
   m.warmup = 20;
+  m.steps_asked = 50;
   for (int i = 0; i < 50; ++i) m.step_ms.push_back(ms * (1.0 + 0.004 * ((i * 7) % 5 - 2)));
   m.first_loss = model == "resnet50" ? 6.95f : 6.93f;
   m.final_loss = 6.90f;

@@ -212,15 +212,21 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
   sampler.start();
   events.push_back(gpu::Event::create());
   events.back().record(stream);
-  for (int i = 0; i < o.steps; ++i) {
-    throw_if_cancelled();
+  // Ctrl-C ends the timed steps early: the steps that ran are this configuration's figure, and
+  // the suite throws Cancelled once it is reported (run_train_bench).
+  for (int i = 0; i < o.steps && !cancel_requested(); ++i) {
     if (feed) befores.push_back(gpu::Event::create());
-    if (!step(feed ? &befores.back() : nullptr)) throw_loader_stopped();
+    if (!step(feed ? &befores.back() : nullptr)) {
+      if (feed) befores.pop_back();
+      if (!cancel_requested()) throw_loader_stopped();
+      break;
+    }
     events.push_back(gpu::Event::create());
     events.back().record(stream);
   }
   events.back().synchronize();
   m.telemetry = sampler.stop();
+  m.interrupted = cancel_requested();
   for (std::size_t k = 0; k + 1 < events.size(); ++k)
     m.step_ms.push_back(gpu::Event::elapsed_ms(events[k], events[k + 1]));
   for (std::size_t k = 0; k < befores.size() && k + 1 < events.size(); ++k)
@@ -249,6 +255,7 @@ TrainMeasurement measure_train(const TrainConfig& c, const TrainBenchOptions& o,
   TrainMeasurement m;
   m.config = c;
   m.warmup = o.warmup;
+  m.steps_asked = o.steps;
   m.device_name = ctx.device.name;
   try {
     run_config(c, o, ctx, sink, m);
