@@ -43,14 +43,15 @@ class SuiteRun {
   // sets verdicts and the checklist.
   Run& run_suite(bench::ResultSink& sink, const OutputOptions& out,
                  const std::function<SuiteEnd()>& suite);
+  // The same without running anything: for a command whose suite has already ended as `end`
+  // says (watch, where Ctrl-C starts the job's grace and never throws).
+  Run& complete(bench::ResultSink& sink, const SuiteEnd& end);
   // Prints (and with save, saves) the run; the exit code: 130 interrupted, 3 no GPU (the reason
   // on stderr), 1 when a verdict failed, else 0.
   int finish(const OutputOptions& out, bool save) const;
   Run& run() { return run_; }
 
  private:
-  Run& complete(bench::ResultSink& sink, const SuiteEnd& end);
-
   Run run_;
   SuiteEnd end_;
   std::chrono::steady_clock::time_point t0_;
