@@ -8,7 +8,8 @@
 // accuracy change against FP32 paired by seed with its noise band, the FP16 loss-scale history,
 // skipped steps, and the share of gradient values that underflow to zero in FP16 (measured on the
 // FP32 run's gradients: below 2^-24 unscaled, and after multiplying by the FP16 run's scale).
-// The verdict feeds the checklist row "AMP accuracy loss < 1 %" (amp.accuracy_loss.pct).
+// The figures feed the checklist row "AMP accuracy loss < 1 %" (amp.accuracy_loss.pct); the
+// verdicts on them are diagnose's (diagnose/amp.cpp, docs/thresholds.md "Mixed precision").
 //
 // The CPU half here plans the study, the learning-rate schedule and turns the per-run records
 // into results (pure, tested on the CPU); the GPU half (bench/gpu/amp_run.cpp) trains.
@@ -20,15 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/probe.hpp"
+#include "bench/suite.hpp"
 
 namespace gb::bench {
-
-// The FP32 seed-to-seed spread (standard deviation of test accuracy, points) the study must stay
-// under to judge a 1-point loss.
-inline constexpr double kAmpMaxSeedSpreadPoints = 0.3;
-// Below this speedup over FP32, mixed precision "does not pay".
-inline constexpr double kAmpMinUsefulSpeedup = 1.10;
 
 struct AmpOptions {
   std::string data;  // an IDX folder (train-*/t10k-* files); empty: Fashion-MNIST, default place
@@ -87,15 +82,15 @@ double run_images_per_s(const AmpRunRecord& r);
 // Turns the records of a study into amp.* results (keys: docs/results.md "amp.*"):
 // amp.<p>.images_per_s, amp.<p>.speedup, amp.<p>.test_accuracy.pct, amp.<p>.accuracy_change.points,
 // amp.<p>.final_loss, amp.fp16.loss_scale, amp.fp16.skipped_steps, amp.fp16.grad_underflow.*,
-// amp.seed_spread.points, and amp.accuracy_loss.pct (the checklist row) with its verdict,
-// evidence and advice.
+// amp.seed_spread.points, and amp.accuracy_loss.pct (the checklist row). Measured values and the
+// typed params the rules read (precision, seeds, diverged runs, steps, skipped share, noise band);
+// no verdicts: every status stays info (or skipped for a precision whose runs all diverged).
 void add_amp_results(const std::vector<AmpRunRecord>& records, const AmpOptions& options,
                      ResultSink& sink);
 
 // From train.<model>.<precision>.b<batch>.images_per_s results: amp.speed.<model>.b<batch>.<p>
 // .speedup for every precision other than fp32 measured beside FP32 at that model and batch,
-// with a verdict in words: "pays" from 1.5x, "does not pay" under 1.10x (warn, with the reason
-// a small batch or model gives), "helps a little" between.
+// with params model, batch, precision and both rates (diagnose words the verdict).
 void add_amp_speed_results(const std::vector<Result>& train_results, ResultSink& sink);
 
 // The study did not run (no GPU, no engine): the checklist figure, skipped with `reason`.
@@ -104,13 +99,12 @@ void add_amp_skipped(const AmpOptions& options, const std::string& reason, Resul
 struct AmpOutcome {
   bool gpu_found = true;
   std::string no_gpu_reason;  // set when gpu_found is false (or the build has no engine)
-  bool interrupted = false;
-  std::vector<AmpRunRecord> records;
 };
 
-// Runs the study on the GPU (bench/gpu/amp_run.cpp) and adds its results; reports skipped results
-// when the build has no GPU engine or the machine no GPU. Progress: one line per epoch.
-// With options.speed, runs the speed comparison instead (run_amp_speed).
+// Runs the study on the GPU (bench/gpu/amp_run.cpp); its results are made from the finished runs
+// when the sink ends (ResultSink::at_end), so Ctrl-C (Cancelled, core/cancel) keeps them.
+// Reports skipped results when the build has no GPU engine or the machine no GPU. Progress: one
+// line per epoch. With options.speed, runs the speed comparison instead (run_amp_speed).
 AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink);
 // Where the study's results print (ResultSink::declare_sections).
 std::span<const SectionRule> amp_section_rules();

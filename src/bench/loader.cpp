@@ -588,6 +588,9 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
                                   "(0, 1], or 0 for the one that keeps both paths busy");
   }
 
+  std::string no_gpu;  // the GPU parts say why they did not run
+  const std::optional<DeviceContext> gpu = open_device(options.device, no_gpu);
+
   for (Fact& f : sys::host_facts(sys::read_host_info())) sink.add_fact(std::move(f));
   sink.add_fact(Fact::numeric("host.usable_cores", "usable cores", cores, "", 0));
   sink.add_fact({"loader.dataset.path", "dataset", dataset.source()});

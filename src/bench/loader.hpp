@@ -37,7 +37,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/probe.hpp"
+#include "bench/suite.hpp"
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
 #include "pipeline/options.hpp"
@@ -78,6 +78,7 @@ struct LoaderBenchOptions {
   // The CPU/GPU split (--decode both): share of the samples nvJPEG decodes, in (0, 1]; 0: from
   // the measured rates of the two paths.
   double gpu_share = 0;
+  int device = 0;  // the CUDA device of the GPU parts (bench/suite.hpp open_device)
 };
 
 // 1, 2, 4, 8, ... below `cores`, then `cores` itself.

@@ -1,6 +1,6 @@
-// bench/probe.cpp: `gpubase probe` orchestration. Finds the device, builds the context (NVML
-// handle, spec-table entry), runs the requested sections in order and turns "cannot run here"
-// into skipped results with the reason. The measurements live in bench/gpu/*.cpp.
+// bench/probe.cpp: `gpubase probe` orchestration. Opens the device (bench/suite.hpp), runs the
+// requested sections in order and turns "cannot run here" into skipped results with the reason.
+// The measurements live in bench/gpu/*.cpp.
 #include "bench/probe.hpp"
 
 #include <algorithm>
@@ -10,21 +10,6 @@
 #include "sys/cpu_info.hpp"
 
 namespace gb::bench {
-
-void ResultSink::declare_sections(std::span<const SectionRule> rules) {
-  rules_.insert(rules_.end(), rules.begin(), rules.end());
-}
-
-void ResultSink::add(Result r) {
-  if (const SectionRule* rule = find_section_rule(rules_, r.key)) {
-    r.section = rule->id;
-    if (std::none_of(sections_.begin(), sections_.end(),
-                     [&](const SectionSpec& s) { return s.id == rule->id; }))
-      sections_.push_back({std::string(rule->id), std::string(rule->title), rule->layout});
-  }
-  results_.push_back(std::move(r));
-}
-void ResultSink::add_fact(Fact f) { facts_.push_back(std::move(f)); }
 
 bool ProbeOptions::wants(const std::string& section) const {
   return sections.empty() || std::find(sections.begin(), sections.end(), section) != sections.end();
@@ -59,16 +44,6 @@ void add_host_facts(ResultSink& sink) {
 
 }  // namespace
 
-#ifdef GPUBASE_WITH_CUDA
-void require_device_index(int device, int count) {
-  if (device < 0 || device >= count)
-    throw Error(ErrorKind::usage, "device " + std::to_string(device) +
-                                      " does not exist: this machine has " +
-                                      std::to_string(count) + " CUDA device(s) (0.." +
-                                      std::to_string(count - 1) + ")");
-}
-#endif
-
 std::span<const SectionRule> probe_section_rules() {
   static constexpr SectionRule kRules[] = {
       {"probe.gemm", "probe.gemm", "GEMM (cuBLASLt, dense)", Layout::benchmark},
@@ -90,20 +65,17 @@ ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink) {
   }
   ProbeOutcome outcome;
   if (options.wants("env")) add_host_facts(sink);
-#ifdef GPUBASE_WITH_CUDA
   std::string reason;
-  const int count = cuda_device_count(reason);
-  if (count == 0) {
+  std::optional<DeviceContext> device = open_device(options.device, reason);
+  if (!device) {
     outcome.no_gpu_reason = reason;
     skip_gpu_sections(options, reason, sink);
     return outcome;
   }
-  require_device_index(options.device, count);
   outcome.gpu_found = true;
-
-  ProbeContext ctx = probe_context(options);
-
-  probe_environment(ctx, sink);
+#ifdef GPUBASE_WITH_CUDA
+  ProbeContext ctx{std::move(*device), options};
+  add_device_facts(ctx, sink);
   using Section = void (*)(const ProbeContext&, ResultSink&);
   const std::pair<const char*, Section> sections[] = {
       {"gemm", probe_gemm},       {"memory", probe_memory}, {"pcie", probe_pcie},
@@ -115,9 +87,6 @@ ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink) {
     sink.progress(std::string("probe: ") + name);
     run_section(ctx, sink);
   }
-#else
-  outcome.no_gpu_reason = "this gpubase was built without CUDA (GPUBASE_WITH_CUDA=OFF)";
-  skip_gpu_sections(options, outcome.no_gpu_reason, sink);
 #endif
   return outcome;
 }

@@ -4,60 +4,14 @@
 // measured. Sections that cannot run here report "skipped: reason". No printing here beyond
 // progress lines through the sink.
 #pragma once
-#include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "core/gpu_specs.hpp"
-#include "core/result.hpp"
-#include "sys/nvml.hpp"
+#include "bench/suite.hpp"
 
 namespace gb::bench {
-
-class ResultSink {
- public:
-  using ProgressFn = std::function<void(const std::string&)>;
-  explicit ResultSink(ProgressFn progress = {}) : progress_(std::move(progress)) {}
-  // Declares a suite's sections; results added later take their section from them.
-  void declare_sections(std::span<const SectionRule> rules);
-  // Sets r.section from the declared rules (unless the suite set one) and keeps r.
-  void add(Result r);
-  void add_fact(Fact f);
-  void progress(const std::string& line) const {
-    if (progress_) progress_(line);
-  }
-  std::vector<Result>& results() { return results_; }
-  std::vector<Fact>& facts() { return facts_; }
-  // The sections the results use, in the order they first appear.
-  std::vector<SectionSpec>& sections() { return sections_; }
-  // Typed GPU facts the rules read (PCIe link maxima), filled by the suite that queries them.
-  GpuState& gpu() { return gpu_; }
-
- private:
-  ProgressFn progress_;
-  GpuState gpu_;
-  std::vector<SectionRule> rules_;
-  std::vector<SectionSpec> sections_;
-  std::vector<Result> results_;
-  std::vector<Fact> facts_;
-};
-
-// Device facts read through the CUDA runtime, CUDA-free so every layer can use them.
-struct DeviceFacts {
-  int index = 0;
-  std::string name;
-  std::string pci_bus_id;
-  int cc_major = 0, cc_minor = 0;
-  int sm_count = 0;
-  double sm_clock_max_mhz = 0;   // cudaDevAttrClockRate
-  double mem_clock_max_mhz = 0;  // cudaDevAttrMemoryClockRate
-  int mem_bus_width_bits = 0;
-  double memory_bytes = 0;
-  double l2_bytes = 0;
-};
 
 struct ProbeOptions {
   int device = 0;
@@ -66,12 +20,10 @@ struct ProbeOptions {
   bool wants(const std::string& section) const;
 };
 
-struct ProbeContext {
+// What every section runs with: the suite's device (current while the probe runs) and the
+// probe's options.
+struct ProbeContext : DeviceContext {
   ProbeOptions options;
-  DeviceFacts device;
-  std::optional<sys::NvmlDevice> nvml;  // empty when NVML is missing
-  std::string nvml_missing_reason;
-  const GpuSpec* spec = nullptr;  // nullptr: unknown GPU, computed peaks only
 };
 
 struct ProbeOutcome {
@@ -91,16 +43,6 @@ std::span<const SectionRule> probe_section_rules();
 const std::vector<std::pair<std::string, std::string>>& probe_sections();
 
 #ifdef GPUBASE_WITH_CUDA
-// Number of CUDA devices; 0 with `reason` set when there is no driver or no GPU.
-int cuda_device_count(std::string& reason);
-// Throws gb::Error (usage) naming the valid range when `device` is not one of the `count`
-// CUDA devices this machine has.
-void require_device_index(int device, int count);
-DeviceFacts query_device(int index);
-// The device's facts, its NVML handle (or why there is none) and its spec-table entry.
-ProbeContext probe_context(const ProbeOptions& options);
-// Environment facts read through CUDA and NVML (versions, clocks, ECC, MIG, PCIe link...).
-void probe_environment(const ProbeContext& ctx, ResultSink& sink);
 // The GPU sections (bench/gpu/*.cpp). Each one wraps every measurement in a TelemetrySampler
 // and attaches the summary to its Result.
 void probe_gemm(const ProbeContext& ctx, ResultSink& sink);

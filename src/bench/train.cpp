@@ -12,6 +12,7 @@
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "core/vocabulary.hpp"
 #include "sys/cpu_info.hpp"
 
 namespace gb::bench {
@@ -110,12 +111,20 @@ std::string non_finite_loss_reason(const TrainMeasurement& m, float loss) {
 }  // namespace
 
 const std::vector<std::string>& train_models() {
-  static const std::vector<std::string> models{"resnet50", "mobilenet_v2", "small_resnet"};
+  static const std::vector<std::string> models = [] {
+    std::vector<std::string> out;
+    for (const Model m : all_models()) out.emplace_back(to_string(m));
+    return out;
+  }();
   return models;
 }
 
 const std::vector<std::string>& train_precisions() {
-  static const std::vector<std::string> precisions{"fp32", "tf32", "fp16", "bf16"};
+  static const std::vector<std::string> precisions = [] {
+    std::vector<std::string> out;
+    for (const Precision p : all_precisions()) out.emplace_back(to_string(p));
+    return out;
+  }();
   return precisions;
 }
 
@@ -314,6 +323,18 @@ std::vector<Result> train_skipped_results(const std::vector<TrainConfig>& config
   return out;
 }
 
+std::vector<Result> train_unmeasured_results(const std::vector<TrainConfig>& configs,
+                                             const std::vector<Result>& reported) {
+  std::vector<TrainConfig> rest;
+  for (const TrainConfig& c : configs) {
+    const std::string key = train_key(c, "images_per_s");
+    if (std::none_of(reported.begin(), reported.end(),
+                     [&](const Result& r) { return r.key == key; }))
+      rest.push_back(c);
+  }
+  return train_skipped_results(rest, "interrupted (Ctrl-C) before it completed");
+}
+
 std::string train_engine_missing_reason() {
 #if !defined(GPUBASE_WITH_CUDA)
   return "this gpubase was built without CUDA (GPUBASE_WITH_CUDA=OFF)";
@@ -392,50 +413,37 @@ TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& 
   outcome.configurations = configs.size();
   if (options.report_environment)
     for (Fact& f : sys::host_facts(sys::read_host_info())) sink.add_fact(std::move(f));
-#ifdef GPUBASE_WITH_CUDA
   std::string reason;
-  const int count = cuda_device_count(reason);
-  if (count == 0) {
+  std::optional<DeviceContext> device = open_device(options.device, reason);
+  if (!device) {
     outcome.no_gpu_reason = reason;
     for (Result& r : train_skipped_results(configs, reason)) sink.add(std::move(r));
     return outcome;
   }
-  require_device_index(options.device, count);
   outcome.gpu_found = true;
-#ifndef GPUBASE_WITH_NN
+#if !defined(GPUBASE_WITH_CUDA) || !defined(GPUBASE_WITH_NN)
   for (Result& r : train_skipped_results(configs, train_engine_missing_reason()))
     sink.add(std::move(r));
 #else
-  ProbeOptions probe_options;
-  probe_options.device = options.device;
-  const ProbeContext ctx = probe_context(probe_options);
-  if (options.report_environment) probe_environment(ctx, sink);
+  if (options.report_environment) add_device_facts(*device, sink);
   add_train_facts(options, sink);
 
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    if (cancel_requested()) {
-      outcome.interrupted = true;
-      const std::vector<TrainConfig> rest(configs.begin() + static_cast<std::ptrdiff_t>(i),
-                                          configs.end());
-      for (Result& r : train_skipped_results(rest, "interrupted (Ctrl-C) before it ran"))
-        sink.add(std::move(r));
-      break;
-    }
-    const TrainConfig& c = configs[i];
+  sink.at_end([configs](ResultSink& s, bool interrupted) {
+    if (!interrupted) return;
+    for (Result& r : train_unmeasured_results(configs, s.results())) s.add(std::move(r));
+  });
+  for (const TrainConfig& c : configs) {
+    throw_if_cancelled();
     sink.progress("train: " + c.model + " " + c.precision + " batch " + std::to_string(c.batch) +
                   ": building the model, " + std::to_string(options.warmup) + " warm-up + " +
                   std::to_string(options.steps) + " timed steps");
-    const TrainMeasurement m = measure_train(c, options, ctx, sink);
+    const TrainMeasurement m = measure_train(c, options, *device, sink);
     std::vector<Result> results = train_results(m);
     sink.progress(progress_text(m, results));
     if (results.front().status == Status::fail) ++outcome.failed;
     for (Result& r : results) sink.add(std::move(r));
-    if (m.interrupted) outcome.interrupted = true;
   }
-#endif
-#else
-  outcome.no_gpu_reason = train_engine_missing_reason();
-  for (Result& r : train_skipped_results(configs, outcome.no_gpu_reason)) sink.add(std::move(r));
+  throw_if_cancelled();  // Ctrl-C in the last configuration's timed steps
 #endif
   return outcome;
 }

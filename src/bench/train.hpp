@@ -27,13 +27,13 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/probe.hpp"
+#include "bench/suite.hpp"
 #include "core/result.hpp"
 #include "pipeline/options.hpp"
 
 namespace gb::bench {
 
-// Names as the engine spells them (nn::parse_model / nn::parse_precision), in report order.
+// The spellings of core/vocabulary.hpp's models and precisions, in report order.
 const std::vector<std::string>& train_models();      // resnet50, mobilenet_v2, small_resnet
 const std::vector<std::string>& train_precisions();  // fp32, tf32, fp16, bf16
 
@@ -145,17 +145,23 @@ std::vector<Result> train_results(const TrainMeasurement& m);
 // One skipped images_per_s result per configuration, all for `reason`.
 std::vector<Result> train_skipped_results(const std::vector<TrainConfig>& configs,
                                           const std::string& reason);
+// After Ctrl-C: a skipped result for each configuration with no images_per_s in `reported`
+// (the one in progress and those that never started).
+std::vector<Result> train_unmeasured_results(const std::vector<TrainConfig>& configs,
+                                             const std::vector<Result>& reported);
 
 struct TrainBenchOutcome {
   bool gpu_found = false;
   std::string no_gpu_reason;  // set when gpu_found is false
-  bool interrupted = false;   // Ctrl-C: the configurations measured before it are reported
   std::size_t configurations = 0;
   std::size_t failed = 0;
 };
 
 // Entry point: validates the options (usage errors before anything runs), reports host facts,
-// then each configuration's results as soon as it is done. No GPU, no CUDA or no engine in
+// then each configuration's results as soon as it is done. Ctrl-C (core/cancel): during the
+// timed steps it ends them early and the configuration reports the steps that ran; then (or in
+// the warm-up, or between configurations) Cancelled is thrown, and at the sink's end every
+// configuration not measured is reported skipped. No GPU, no CUDA or no engine in
 // this build: skipped results with the reason (gpu_found false for the first two). An engine
 // error in one configuration (out of memory at that batch) fails that configuration only.
 TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& sink);
@@ -165,10 +171,10 @@ TrainBenchOutcome run_train_bench(const TrainBenchOptions& options, ResultSink& 
 std::string train_engine_missing_reason();
 
 #if defined(GPUBASE_WITH_CUDA) && defined(GPUBASE_WITH_NN)
-// bench/gpu/train_run.cpp: measures one configuration on options.device. Never throws for an
-// engine error: it lands in TrainMeasurement::error.
+// bench/gpu/train_run.cpp: measures one configuration on the suite's device (current while
+// `device` lives). Never throws for an engine error: it lands in TrainMeasurement::error.
 TrainMeasurement measure_train(const TrainConfig& config, const TrainBenchOptions& options,
-                               const ProbeContext& ctx, ResultSink& sink);
+                               const DeviceContext& device, ResultSink& sink);
 #endif
 
 }  // namespace gb::bench

@@ -39,7 +39,7 @@ std::shared_ptr<AmpCli> add_amp_command(CLI::App& app, CLI::App*& cmd) {
                 "(synthetic data), the speedup over FP32 and where it pays");
   cmd->add_option("--speed-batch", cli->bench.speed_batches, "with --speed: batch sizes")
       ->delimiter(',');
-  cmd->add_option("-d,--device", cli->bench.device, "CUDA device index")->capture_default_str();
+  add_device_option(*cmd, cli->bench.device);
   add_output_options(*cmd, cli->out, &cli->save);
   cmd->footer(amp_help());
   return cli;
@@ -48,10 +48,10 @@ std::shared_ptr<AmpCli> add_amp_command(CLI::App& app, CLI::App*& cmd) {
 int run_amp_command(const AmpCli& cli) {
   SuiteRun suite("amp");
   bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
-  const bench::AmpOutcome outcome = bench::run_amp(cli.bench, sink);
-  if (outcome.interrupted)
-    progress_line(cli.out, "interrupted: reporting the runs finished so far");
-  suite.complete(sink, {outcome.gpu_found, outcome.no_gpu_reason, outcome.interrupted});
+  suite.run_suite(sink, cli.out, [&] {
+    const bench::AmpOutcome outcome = bench::run_amp(cli.bench, sink);
+    return SuiteEnd{outcome.gpu_found, outcome.no_gpu_reason};
+  });
   return suite.finish(cli.out, cli.save);
 }
 

@@ -49,27 +49,18 @@ bench::TrainBenchOptions baseline_train_options(const ProbeCli& opts) {
   return t;
 }
 
-// Runs the probe (and baseline's training figure) and prints the run; keeps what was measured
-// when interrupted.
+// Runs the probe (and baseline's training figure) and prints the run.
 int run_probe_command(const std::string& command, const ProbeCli& opts, bool with_train = false) {
   SuiteRun suite(command);
   bench::ResultSink sink([&](const std::string& line) { progress_line(opts.out, line); });
-  SuiteEnd end;
-  try {
+  suite.run_suite(sink, opts.out, [&] {
     const bench::ProbeOutcome outcome = bench::run_probe(opts.probe, sink);
-    end.gpu_found = outcome.gpu_found;
-    end.no_gpu_reason = outcome.no_gpu_reason;
     if (with_train) {
       sink.progress("baseline: training throughput, ResNet-50 BF16 batch 256");
-      if (bench::run_train_bench(baseline_train_options(opts), sink).interrupted)
-        throw Error(ErrorKind::interrupted, "interrupted");
+      bench::run_train_bench(baseline_train_options(opts), sink);
     }
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::interrupted) throw;
-    end = SuiteEnd{.interrupted = true};
-    progress_line(opts.out, "interrupted: reporting what was measured so far");
-  }
-  suite.complete(sink, end);
+    return SuiteEnd{outcome.gpu_found, outcome.no_gpu_reason};
+  });
   return suite.finish(opts.out, opts.save);
 }
 
@@ -91,7 +82,7 @@ int dispatch(int argc, char** argv) {
   std::string only;
   auto* probe = app.add_subcommand("probe", "device facts, GEMM, HBM, PCIe, latency, host memory");
   probe->add_flag("--quick", probe_opts.probe.quick, "fewer sizes and repetitions (about 15 s)");
-  probe->add_option("-d,--device", probe_opts.probe.device, "CUDA device index")->capture_default_str();
+  add_device_option(*probe, probe_opts.probe.device);
   probe->add_option("--only", only, "comma-separated sections: env,gemm,memory,pcie,latency,host");
   probe->add_flag("--save", probe_opts.save, "also save the run under the data folder");
   add_output_options(*probe, probe_opts.out);
@@ -103,8 +94,7 @@ int dispatch(int argc, char** argv) {
   auto* baseline = app.add_subcommand(
       "baseline", "run every suite with built-in defaults, print the checklist, save the run");
   baseline->add_flag("--quick", baseline_opts.probe.quick, "quick probe (about 15 s)");
-  baseline->add_option("-d,--device", baseline_opts.probe.device, "CUDA device index")
-      ->capture_default_str();
+  add_device_option(*baseline, baseline_opts.probe.device);
   baseline->add_flag("--no-save", no_save, "do not save the run");
   add_output_options(*baseline, baseline_opts.out);
   baseline->footer(baseline_help());

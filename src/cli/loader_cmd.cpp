@@ -123,6 +123,7 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_flag("--strict", cli->bench.strict,
                 "fail on the first bad file (naming it) instead of skipping and counting it");
+  add_device_option(*cmd, cli->bench.device);
   add_output_options(*cmd, cli->out, &cli->save);
   cmd->footer(loader_help());
   return cli;
@@ -140,10 +141,12 @@ int run_loader_command(const LoaderCli& cli) {
   const fs::path path = cli.data.empty() ? default_dataset(cli.out) : fs::path(cli.data);
   const auto dataset = data::open_dataset({.path = path, .strict = options.strict});
   bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
-  const bench::LoaderBenchOutcome outcome = bench::run_loader_bench(*dataset, options, sink);
-  if (outcome.interrupted)
-    progress_line(cli.out, "interrupted: reporting the sweep points measured so far");
-  suite.complete(sink, {.interrupted = outcome.interrupted});
+  suite.run_suite(sink, cli.out, [&] {
+    // The loader stops at Ctrl-C with the points it measured; the runner reports them.
+    bench::run_loader_bench(*dataset, options, sink);
+    throw_if_cancelled();
+    return SuiteEnd{};
+  });
   return suite.finish(cli.out, cli.save);
 }
 

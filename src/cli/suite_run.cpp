@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "diagnose/diagnose.hpp"
 
@@ -18,14 +19,31 @@ void add_output_options(CLI::App& cmd, OutputOptions& out, bool* save) {
   cmd.add_flag("--no-color", out.no_color, "no ANSI colours (also: NO_COLOR=1)");
 }
 
+void add_device_option(CLI::App& cmd, int& device) {
+  cmd.add_option("-d,--device", device, "CUDA device index")->capture_default_str();
+}
+
 SuiteRun::SuiteRun(std::string command) : t0_(std::chrono::steady_clock::now()) {
   run_.tool_version = GPUBASE_VERSION;
   run_.command = std::move(command);
   run_.started_at = utc_now_iso8601();
 }
 
+Run& SuiteRun::run_suite(bench::ResultSink& sink, const OutputOptions& out,
+                        const std::function<SuiteEnd()>& suite) {
+  SuiteEnd end;
+  try {
+    end = suite();
+  } catch (const Cancelled&) {
+    end = SuiteEnd{.interrupted = true};
+    progress_line(out, "interrupted: reporting what was measured so far");
+  }
+  return complete(sink, end);
+}
+
 Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
   end_ = end;
+  sink.end(end.interrupted);
   run_.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   run_.environment = std::move(sink.facts());

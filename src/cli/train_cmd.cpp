@@ -60,7 +60,7 @@ std::shared_ptr<TrainCli> add_train_command(CLI::App& app, CLI::App*& cmd) {
                   "--decode gpu: min(4, cores) reader threads)");
   cmd->add_option("--prefetch", cli->bench.data_prefetch, "with --data: batch slots in the ring")
       ->capture_default_str();
-  cmd->add_option("-d,--device", cli->bench.device, "CUDA device index")->capture_default_str();
+  add_device_option(*cmd, cli->bench.device);
   add_output_options(*cmd, cli->out, &cli->save);
   cmd->footer(train_help());
   return cli;
@@ -75,10 +75,10 @@ int run_train_command(const TrainCli& cli) {
   }
   SuiteRun suite("train");
   bench::ResultSink sink([&](const std::string& line) { progress_line(cli.out, line); });
-  const bench::TrainBenchOutcome outcome = bench::run_train_bench(options, sink);
-  if (outcome.interrupted)
-    progress_line(cli.out, "interrupted: reporting the configurations measured so far");
-  suite.complete(sink, {outcome.gpu_found, outcome.no_gpu_reason, outcome.interrupted});
+  suite.run_suite(sink, cli.out, [&] {
+    const bench::TrainBenchOutcome outcome = bench::run_train_bench(options, sink);
+    return SuiteEnd{outcome.gpu_found, outcome.no_gpu_reason};
+  });
   return suite.finish(cli.out, cli.save);
 }
 

@@ -3,8 +3,6 @@
 
 #include <atomic>
 
-#include "core/error.hpp"
-
 namespace gb {
 
 namespace {
@@ -16,8 +14,10 @@ void request_cancel() noexcept { g_cancel.store(true, std::memory_order_relaxed)
 bool cancel_requested() noexcept { return g_cancel.load(std::memory_order_relaxed); }
 void reset_cancel() noexcept { g_cancel.store(false, std::memory_order_relaxed); }
 
+Cancelled::Cancelled() : Error(ErrorKind::interrupted, "interrupted by the user (Ctrl-C)") {}
+
 void throw_if_cancelled() {
-  if (cancel_requested()) throw Error(ErrorKind::interrupted, "interrupted by the user (Ctrl-C)");
+  if (cancel_requested()) throw Cancelled();
 }
 
 }  // namespace gb

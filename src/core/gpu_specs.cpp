@@ -13,45 +13,66 @@
 
 namespace gb {
 
-std::string_view precision_key(Precision p) {
+std::string_view precision_key(GemmPrecision p) {
   switch (p) {
-    case Precision::fp64: return "fp64";
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
-    case Precision::fp8: return "fp8";
-    case Precision::int8: return "int8";
+    case GemmPrecision::fp64:
+      return "fp64";
+    case GemmPrecision::fp32:
+      return "fp32";
+    case GemmPrecision::tf32:
+      return "tf32";
+    case GemmPrecision::fp16:
+      return "fp16";
+    case GemmPrecision::bf16:
+      return "bf16";
+    case GemmPrecision::fp8:
+      return "fp8";
+    case GemmPrecision::int8:
+      return "int8";
   }
   return "unknown";
 }
 
-std::string_view precision_label(Precision p) {
+std::string_view precision_label(GemmPrecision p) {
   switch (p) {
-    case Precision::fp64: return "FP64";
-    case Precision::fp32: return "FP32 (no tensor cores)";
-    case Precision::tf32: return "TF32";
-    case Precision::fp16: return "FP16";
-    case Precision::bf16: return "BF16";
-    case Precision::fp8: return "FP8";
-    case Precision::int8: return "INT8";
+    case GemmPrecision::fp64:
+      return "FP64";
+    case GemmPrecision::fp32:
+      return "FP32 (no tensor cores)";
+    case GemmPrecision::tf32:
+      return "TF32";
+    case GemmPrecision::fp16:
+      return "FP16";
+    case GemmPrecision::bf16:
+      return "BF16";
+    case GemmPrecision::fp8:
+      return "FP8";
+    case GemmPrecision::int8:
+      return "INT8";
   }
   return "unknown";
 }
 
-std::string_view precision_unit(Precision p) {
-  return p == Precision::int8 ? "TOP/s" : "TFLOP/s";
+std::string_view precision_unit(GemmPrecision p) {
+  return p == GemmPrecision::int8 ? "TOP/s" : "TFLOP/s";
 }
 
-double GpuSpec::peak(Precision p) const {
+double GpuSpec::peak(GemmPrecision p) const {
   switch (p) {
-    case Precision::fp64: return fp64_tflops;
-    case Precision::fp32: return fp32_tflops;
-    case Precision::tf32: return tf32_tflops;
-    case Precision::fp16: return fp16_tflops;
-    case Precision::bf16: return bf16_tflops;
-    case Precision::fp8: return fp8_tflops;
-    case Precision::int8: return int8_tops;
+    case GemmPrecision::fp64:
+      return fp64_tflops;
+    case GemmPrecision::fp32:
+      return fp32_tflops;
+    case GemmPrecision::tf32:
+      return tf32_tflops;
+    case GemmPrecision::fp16:
+      return fp16_tflops;
+    case GemmPrecision::bf16:
+      return bf16_tflops;
+    case GemmPrecision::fp8:
+      return fp8_tflops;
+    case GemmPrecision::int8:
+      return int8_tops;
   }
   return 0;
 }
@@ -184,7 +205,7 @@ const GpuSpec* find_gpu_spec(std::string_view device_name, std::optional<double>
   return candidates.front();
 }
 
-std::optional<double> flops_per_sm_per_clock(int cc_major, int cc_minor, Precision p) {
+std::optional<double> flops_per_sm_per_clock(int cc_major, int cc_minor, GemmPrecision p) {
   // Dense FLOP per SM per clock (one FMA = 2 FLOP); 0 = the architecture has no such path.
   // Order: fp64 (best path), fp32 (CUDA cores), tf32, fp16, bf16, fp8, int8. Sources and the
   // napkin math that ties each row to a datasheet figure are in docs/gpu-specs.md.
@@ -209,7 +230,7 @@ std::optional<double> flops_per_sm_per_clock(int cc_major, int cc_minor, Precisi
 }
 
 std::optional<double> computed_peak_tflops(int cc_major, int cc_minor, int sm_count,
-                                           double clock_mhz, Precision p) {
+                                           double clock_mhz, GemmPrecision p) {
   const auto rate = flops_per_sm_per_clock(cc_major, cc_minor, p);
   if (!rate || sm_count <= 0 || clock_mhz <= 0) return std::nullopt;
   // SMs x FLOP/clk/SM x clock: 132 x 4096 x 1.98e9 = 1.07e15 FLOP/s for H200 BF16.

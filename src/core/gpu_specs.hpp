@@ -11,13 +11,13 @@
 
 namespace gb {
 
-enum class Precision { fp64, fp32, tf32, fp16, bf16, fp8, int8 };
-inline constexpr Precision kAllPrecisions[] = {Precision::fp64, Precision::fp32, Precision::tf32,
-                                               Precision::fp16, Precision::bf16, Precision::fp8,
-                                               Precision::int8};
-std::string_view precision_key(Precision p);    // "fp64", "fp32", ... (used in result keys)
-std::string_view precision_label(Precision p);  // "FP64", "FP32 (no tensor cores)", "TF32", ...
-std::string_view precision_unit(Precision p);   // "TFLOP/s" or "TOP/s" (int8)
+enum class GemmPrecision { fp64, fp32, tf32, fp16, bf16, fp8, int8 };
+inline constexpr GemmPrecision kAllGemmPrecisions[] = {
+    GemmPrecision::fp64, GemmPrecision::fp32, GemmPrecision::tf32, GemmPrecision::fp16,
+    GemmPrecision::bf16, GemmPrecision::fp8,  GemmPrecision::int8};
+std::string_view precision_key(GemmPrecision p);    // "fp64", "fp32", ... (used in result keys)
+std::string_view precision_label(GemmPrecision p);  // "FP64", "FP32 (no tensor cores)", "TF32", ...
+std::string_view precision_unit(GemmPrecision p);   // "TFLOP/s" or "TOP/s" (int8)
 
 // Dense (no sparsity) datasheet peaks. 0 means the card has no such path.
 struct GpuSpec {
@@ -38,7 +38,7 @@ struct GpuSpec {
   int pcie_gen = 0;
   int pcie_width = 0;
   std::string_view source;  // datasheet / whitepaper the figures come from
-  double peak(Precision p) const;
+  double peak(GemmPrecision p) const;
 };
 
 std::span<const GpuSpec> gpu_spec_table();
@@ -48,10 +48,10 @@ const GpuSpec* find_gpu_spec(std::string_view device_name, std::optional<double>
 
 // Dense FLOP (or integer OP) per SM per clock for an architecture, from the architecture
 // whitepapers; nullopt when unknown or when the architecture has no such path.
-std::optional<double> flops_per_sm_per_clock(int cc_major, int cc_minor, Precision p);
+std::optional<double> flops_per_sm_per_clock(int cc_major, int cc_minor, GemmPrecision p);
 // SMs x rate x clock, in TFLOP/s.
 std::optional<double> computed_peak_tflops(int cc_major, int cc_minor, int sm_count,
-                                           double clock_mhz, Precision p);
+                                           double clock_mhz, GemmPrecision p);
 // Bus width (bits) x memory clock (MHz) x 2 (double data rate) / 8, in GB/s.
 double computed_mem_bandwidth_gbps(int bus_width_bits, double mem_clock_mhz);
 // Per-direction PCIe payload bandwidth before protocol overhead: GT/s x encoding x lanes / 8.

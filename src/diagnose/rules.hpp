@@ -82,4 +82,9 @@ void apply_link_explains_bandwidth(Run& run);
 // probe.pcie.replay_delta (or the replay counter in the link results' telemetry) > 0 -> warn.
 void apply_pcie_replay_rule(Run& run);
 
+// gpubase amp (diagnose/amp.cpp): diverged precisions fail; a mixed precision under the useful
+// speedup, a noisy study, a collapsed FP16 loss scale and too many skipped steps warn; the
+// accuracy lost against FP32 passes, warns or fails; the speed comparison gets its words.
+void apply_amp_rules(Run& run);
+
 }  // namespace gb::diagnose

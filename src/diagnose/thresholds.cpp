@@ -12,49 +12,49 @@ namespace {
 // The PyTorch figures: cuBLAS through PyTorch 2.11 (CUDA 13.0) on an H200 SXM at its 700 W cap.
 // The gpubase figures: `gpubase probe` on an H200 SXM, bench/results/h200-probe-v3.json.
 constexpr std::array<AchievableRule, 15> kAchievable{{
-    {"probe.gemm.fp64.tflops", Basis::gemm_peak, Precision::fp64, 0.82,
+    {"probe.gemm.fp64.tflops", Basis::gemm_peak, GemmPrecision::fp64, 0.82,
      "HPL on H100/H200 reaches 55-59 of 67 TFLOP/s per GPU; DGEMM alone does no worse",
      Area::compute, Origin::quoted},
-    {"probe.gemm.fp32.tflops", Basis::gemm_peak, Precision::fp32, 0.76,
+    {"probe.gemm.fp32.tflops", Basis::gemm_peak, GemmPrecision::fp32, 0.76,
      "PyTorch SGEMM 8192^3 on an H200 SXM: 51 of 67 TFLOP/s", Area::compute, Origin::quoted},
-    {"probe.gemm.tf32.tflops", Basis::gemm_peak, Precision::tf32, 0.78,
+    {"probe.gemm.tf32.tflops", Basis::gemm_peak, GemmPrecision::tf32, 0.78,
      "PyTorch TF32 GEMM 8192^3 on an H200 SXM: 388 of 495 TFLOP/s", Area::compute,
      Origin::quoted},
-    {"probe.gemm.fp16.tflops", Basis::gemm_peak, Precision::fp16, 0.77,
+    {"probe.gemm.fp16.tflops", Basis::gemm_peak, GemmPrecision::fp16, 0.77,
      "PyTorch FP16 GEMM 8192^3 on an H200 SXM: 762 of 989 TFLOP/s", Area::compute,
      Origin::quoted},
-    {"probe.gemm.bf16.tflops", Basis::gemm_peak, Precision::bf16, 0.80,
+    {"probe.gemm.bf16.tflops", Basis::gemm_peak, GemmPrecision::bf16, 0.80,
      "PyTorch BF16 GEMM 8192^3 on an H200 SXM: 793 of 989 TFLOP/s", Area::compute,
      Origin::quoted},
-    {"probe.gemm.fp8.tflops", Basis::gemm_peak, Precision::fp8, 0.73,
+    {"probe.gemm.fp8.tflops", Basis::gemm_peak, GemmPrecision::fp8, 0.73,
      "PyTorch FP8 GEMM 8192^3 (torch._scaled_mm) on an H200 SXM: 1446 of 1979 TFLOP/s",
      Area::compute, Origin::quoted},
-    {"probe.gemm.int8.tflops", Basis::gemm_peak, Precision::int8, 0.76,
+    {"probe.gemm.int8.tflops", Basis::gemm_peak, GemmPrecision::int8, 0.76,
      "gpubase INT8 GEMM 8192^3 on an H200 SXM: 1511 of 1979 TOP/s", Area::compute,
      Origin::measured},
     // HBM, bytes counted as docs/results.md states (copy: read + write).
-    {"probe.memory.read.gbps", Basis::memory_peak, Precision::fp32, 0.94,
+    {"probe.memory.read.gbps", Basis::memory_peak, GemmPrecision::fp32, 0.94,
      "gpubase read-only streaming on an H200 SXM: 4527 of 4800 GB/s", Area::memory,
      Origin::measured},
-    {"probe.memory.write.gbps", Basis::memory_peak, Precision::fp32, 0.96,
+    {"probe.memory.write.gbps", Basis::memory_peak, GemmPrecision::fp32, 0.96,
      "gpubase write-only streaming on an H200 SXM: 4636 of 4800 GB/s", Area::memory,
      Origin::measured},
-    {"probe.memory.copy.gbps", Basis::memory_peak, Precision::fp32, 0.885,
+    {"probe.memory.copy.gbps", Basis::memory_peak, GemmPrecision::fp32, 0.885,
      "PyTorch device copy on an H200 SXM: 4.25 of 4.8 TB/s, read + write counted",
      Area::memory, Origin::quoted},
-    {"probe.memory.triad.gbps", Basis::memory_peak, Precision::fp32, 0.885,
+    {"probe.memory.triad.gbps", Basis::memory_peak, GemmPrecision::fp32, 0.885,
      "STREAM triad: as copy (same read/write mix within 2:1)", Area::memory, Origin::assumed},
-    {"probe.memory.memcpy_d2d.gbps", Basis::memory_peak, Precision::fp32, 0.885,
+    {"probe.memory.memcpy_d2d.gbps", Basis::memory_peak, GemmPrecision::fp32, 0.885,
      "cudaMemcpy device-to-device: as copy", Area::memory, Origin::assumed},
     // PCIe, pinned host memory, 256 MiB copies.
-    {"probe.pcie.h2d.pinned.gbps", Basis::pcie_one_way, Precision::fp32, 0.87,
+    {"probe.pcie.h2d.pinned.gbps", Basis::pcie_one_way, GemmPrecision::fp32, 0.87,
      "PyTorch pinned H2D on an H200 SXM, Gen5 x16: 55.3 of 63.0 GB/s (TLP headers, flow "
      "control)",
      Area::pcie, Origin::quoted},
-    {"probe.pcie.d2h.pinned.gbps", Basis::pcie_one_way, Precision::fp32, 0.87,
+    {"probe.pcie.d2h.pinned.gbps", Basis::pcie_one_way, GemmPrecision::fp32, 0.87,
      "PyTorch pinned D2H on an H200 SXM, Gen5 x16: 55.3 of 63.0 GB/s", Area::pcie,
      Origin::quoted},
-    {"probe.pcie.bidir.pinned.gbps", Basis::pcie_both_ways, Precision::fp32, 0.78,
+    {"probe.pcie.bidir.pinned.gbps", Basis::pcie_both_ways, GemmPrecision::fp32, 0.78,
      "gpubase H2D + D2H at once on an H200 SXM, Gen5 x16: 98.6 of 126 GB/s", Area::pcie,
      Origin::measured},
 }};
@@ -104,6 +104,16 @@ constexpr std::string_view kCpuUtilCauses[] = {"input_bound_cpu",   "main_proces
                                                "one_process_bound", "too_many_workers",
                                                "too_many_threads",  "cpu_steal"};
 
+constexpr AmpThresholds kAmp{
+    .min_useful_speedup = 1.10,
+    .pays_speedup = 1.5,
+    .max_seed_spread_points = 0.3,
+    .accuracy_warn_points = 1.0,
+    .accuracy_fail_points = 2.0,
+    .max_skipped_step_share = 0.01,
+    .min_loss_scale = 1.0,
+};
+
 constexpr std::array<MetricRowSpec, 4> kMetricRows{{
     {"gpu_util", "GPU utilization during training", "> 95 %", "watch.gpu.util.pct",
      "`gpubase watch -- CMD`", true, kWatch.gpu_busy_pct, kWatch.gpu_starved_fail_pct,
@@ -123,7 +133,7 @@ constexpr std::array<MetricRowSpec, 4> kMetricRows{{
      "loader` finds",
      {}, ".data_wait_pct"},
     {"amp_accuracy", "AMP accuracy loss vs FP32", "< 1 %", "amp.accuracy_loss.pct",
-     "`gpubase amp`", false, 1.0, 2.0,
+     "`gpubase amp`", false, kAmp.accuracy_warn_points, kAmp.accuracy_fail_points,
      "mixed precision costs accuracy: use dynamic loss scaling, keep softmax, norms and the "
      "loss in FP32, prefer BF16 over FP16, or stay in FP32/TF32 for small models",
      {}},
@@ -163,6 +173,8 @@ std::string_view area_advice(Area area) {
 }
 
 const WatchThresholds& watch_thresholds() { return kWatch; }
+
+const AmpThresholds& amp_thresholds() { return kAmp; }
 
 std::span<const MetricRowSpec> metric_rows() { return kMetricRows; }
 

@@ -33,7 +33,7 @@ enum class Origin { quoted, measured, assumed };
 struct AchievableRule {
   std::string_view key;
   Basis basis;
-  Precision precision;     // gemm_peak only
+  GemmPrecision precision;  // gemm_peak only
   double fraction;         // achievable = fraction x basis
   std::string_view why;    // the measurement the fraction comes from (goes into Reference.source)
   Area area;
@@ -56,6 +56,20 @@ const LatencyLimit* find_latency_limit(std::string_view key);
 
 // probe.host.h2d_slowdown.pct: pinned H2D loses this much while the CPUs stream memory.
 inline constexpr double kHostContentionWarnPct = 25.0;
+
+// gpubase amp: what diagnose/amp.cpp judges the mixed-precision study by (docs/thresholds.md
+// "Mixed precision").
+struct AmpThresholds {
+  double min_useful_speedup;     // below this speedup over FP32, mixed precision does not pay
+  double pays_speedup;           // from this speedup on, it pays (the speed comparison's words)
+  double max_seed_spread_points; // FP32 accuracy std over seeds above this: too noisy to judge
+  double accuracy_warn_points;   // accuracy lost vs FP32 at or above this: warn
+  double accuracy_fail_points;   // at or above this: fail
+  double max_skipped_step_share; // FP16 steps skipped for inf/NaN above this share: warn
+  double min_loss_scale;         // an FP16 loss scale below this collapsed: warn
+};
+
+const AmpThresholds& amp_thresholds();
 
 // Advice for a warn/fail in an area (what to check first).
 std::string_view area_advice(Area area);

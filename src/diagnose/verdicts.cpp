@@ -1,8 +1,9 @@
 // diagnose/verdicts.cpp: apply_verdicts(), the order the rules run in. The link rules go first
-// (their results are counts, not speeds); then each result that still has no verdict gets its
-// references, is checked for slowdowns, and is judged by the rule its key has; last, a
-// trained-down link is named as the cause of slow pinned copies. Results of a watched job are
-// diagnose_watch()'s: they describe the job, not the card's speed.
+// (their results are counts, not speeds), then the amp study's (accuracies and speedups, no
+// datasheet); then each result that still has no verdict gets its references, is checked for
+// slowdowns, and is judged by the rule its key has; last, a trained-down link is named as the
+// cause of slow pinned copies. Results of a watched job are diagnose_watch()'s: they describe
+// the job, not the card's speed.
 #include "diagnose/diagnose.hpp"
 #include "diagnose/rules.hpp"
 
@@ -13,6 +14,7 @@ void apply_verdicts(Run& run) {
   apply_pcie_link_rule(run, facts);
   apply_pcie_replay_rule(run);
   attach_quoted_references(run, facts);
+  apply_amp_rules(run);
   for (Result& r : run.results) {
     if (r.status != Status::info || !r.value) continue;
     if (r.key.starts_with("watch.")) continue;  // judged as a whole by diagnose_watch()

@@ -74,27 +74,27 @@ std::string GemmShape::to_string() const {
   return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
 }
 
-GemmTypes gemm_types(Precision p) {
+GemmTypes gemm_types(GemmPrecision p) {
   switch (p) {
-    case Precision::fp64:
+    case GemmPrecision::fp64:
       return {ElementType::f64, ElementType::f64, CUDA_R_64F,
               CUDA_R_64F,       CUDA_R_64F,       CUBLAS_COMPUTE_64F};
-    case Precision::fp32:
+    case GemmPrecision::fp32:
       return {ElementType::f32, ElementType::f32, CUDA_R_32F,
               CUDA_R_32F,       CUDA_R_32F,       CUBLAS_COMPUTE_32F_PEDANTIC};
-    case Precision::tf32:
+    case GemmPrecision::tf32:
       return {ElementType::f32, ElementType::f32, CUDA_R_32F,
               CUDA_R_32F,       CUDA_R_32F,       CUBLAS_COMPUTE_32F_FAST_TF32};
-    case Precision::fp16:
+    case GemmPrecision::fp16:
       return {ElementType::f16, ElementType::f16, CUDA_R_16F,
               CUDA_R_16F,       CUDA_R_32F,       CUBLAS_COMPUTE_32F};
-    case Precision::bf16:
+    case GemmPrecision::bf16:
       return {ElementType::bf16, ElementType::bf16, CUDA_R_16BF,
               CUDA_R_16BF,       CUDA_R_32F,        CUBLAS_COMPUTE_32F};
-    case Precision::fp8:
+    case GemmPrecision::fp8:
       return {ElementType::e4m3, ElementType::bf16, CUDA_R_8F_E4M3,
               CUDA_R_16BF,       CUDA_R_32F,        CUBLAS_COMPUTE_32F};
-    case Precision::int8:
+    case GemmPrecision::int8:
       return {ElementType::i8, ElementType::i32, CUDA_R_8I,
               CUDA_R_32I,      CUDA_R_32I,       CUBLAS_COMPUTE_32I};
   }
@@ -125,28 +125,29 @@ std::string describe_types(const GemmTypes& t) {
          ", " + compute_type_name(t.compute);
 }
 
-std::optional<std::string> gemm_unsupported_reason(Precision p, int cc_major, int cc_minor) {
+std::optional<std::string> gemm_unsupported_reason(GemmPrecision p, int cc_major, int cc_minor) {
   const std::string here = "; this GPU is " + cc_text(cc_major, cc_minor);
   switch (p) {
-    case Precision::fp8:
+    case GemmPrecision::fp8:
       if (cc_below(cc_major, cc_minor, 8, 9))
         return "FP8 needs compute capability 8.9+ (Ada, Hopper or later)" + here;
       break;
-    case Precision::tf32:
+    case GemmPrecision::tf32:
       if (cc_below(cc_major, cc_minor, 8, 0))
         return "TF32 needs compute capability 8.0+ (Ampere or later)" + here;
       break;
-    case Precision::bf16:
+    case GemmPrecision::bf16:
       if (cc_below(cc_major, cc_minor, 8, 0))
         return "BF16 tensor cores need compute capability 8.0+ (Ampere or later)" + here;
       break;
-    case Precision::int8:
+    case GemmPrecision::int8:
       if (cc_below(cc_major, cc_minor, 7, 5))
         return "INT8 tensor cores need compute capability 7.5+ (Turing or later)" + here;
       break;
-    case Precision::fp64:
-    case Precision::fp32:
-    case Precision::fp16: break;
+    case GemmPrecision::fp64:
+    case GemmPrecision::fp32:
+    case GemmPrecision::fp16:
+      break;
   }
   return std::nullopt;
 }
@@ -172,7 +173,7 @@ std::string describe_layout(GemmLayout l) {
   return "unknown layout";
 }
 
-GemmLt::GemmLt(cublasLtHandle_t handle, Precision p, GemmShape shape, GemmOptions options)
+GemmLt::GemmLt(cublasLtHandle_t handle, GemmPrecision p, GemmShape shape, GemmOptions options)
     : handle_(handle), precision_(p), shape_(shape), options_(options), types_(gemm_types(p)) {
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) {
     throw Error(ErrorKind::runtime, "GemmLt: bad shape " + shape.to_string());
@@ -190,7 +191,7 @@ GemmLt::GemmLt(cublasLtHandle_t handle, Precision p, GemmShape shape, GemmOption
   desc_ = Desc(desc);
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, tn ? CUBLAS_OP_T : CUBLAS_OP_N);
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
-  if (p == Precision::fp8) {
+  if (p == GemmPrecision::fp8) {
     const std::int8_t fast_accum = options.fp8_fast_accum ? 1 : 0;
     set_desc(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast_accum);
   }

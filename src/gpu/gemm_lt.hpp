@@ -55,14 +55,14 @@ struct GemmTypes {
   cudaDataType_t scale_cuda;  // type of alpha and beta
   cublasComputeType_t compute;
 };
-GemmTypes gemm_types(Precision p);
+GemmTypes gemm_types(GemmPrecision p);
 const char* compute_type_name(cublasComputeType_t c);  // "CUBLAS_COMPUTE_32F_PEDANTIC"
 // "A/B bf16, C/D bf16, CUBLAS_COMPUTE_32F"
 std::string describe_types(const GemmTypes& t);
 
 // Why this precision cannot run on a device of this compute capability, or nullopt when it can
 // (cuBLASLt may still offer no algorithm; that is reported separately).
-std::optional<std::string> gemm_unsupported_reason(Precision p, int cc_major, int cc_minor);
+std::optional<std::string> gemm_unsupported_reason(GemmPrecision p, int cc_major, int cc_minor);
 
 struct GemmOptions {
   std::optional<cublasComputeType_t> compute;  // overrides gemm_types(p).compute
@@ -90,7 +90,7 @@ struct GemmAlgo {
 
 class GemmLt {
  public:
-  GemmLt(cublasLtHandle_t handle, Precision p, GemmShape shape, GemmOptions options = {});
+  GemmLt(cublasLtHandle_t handle, GemmPrecision p, GemmShape shape, GemmOptions options = {});
 
   // Up to max_count candidates that need at most max_workspace_bytes, in the heuristic's order
   // (fastest estimate first). Empty when cuBLASLt has none for this problem.
@@ -103,7 +103,7 @@ class GemmLt {
   void run(const GemmAlgo& algo, const void* a, const void* b, void* d, void* workspace,
            std::size_t workspace_bytes, cudaStream_t stream) const;
 
-  Precision precision() const { return precision_; }
+  GemmPrecision precision() const { return precision_; }
   const GemmShape& shape() const { return shape_; }
   const GemmTypes& types() const { return types_; }
   const GemmOptions& options() const { return options_; }
@@ -132,7 +132,7 @@ class GemmLt {
   };
 
   cublasLtHandle_t handle_;
-  Precision precision_;
+  GemmPrecision precision_;
   GemmShape shape_;
   GemmOptions options_;
   GemmTypes types_;

@@ -103,8 +103,8 @@ std::string_view layout_name(GemmLayout l) {
   return "unknown";
 }
 
-bool layout_allowed(Precision p, GemmLayout l) {
-  return l == GemmLayout::tn || (p != Precision::fp8 && p != Precision::int8);
+bool layout_allowed(GemmPrecision p, GemmLayout l) {
+  return l == GemmLayout::tn || (p != GemmPrecision::fp8 && p != GemmPrecision::int8);
 }
 
 std::vector<double> gather_op_a_rows(GemmLayout layout, std::span<const double> stored_a,
@@ -179,15 +179,22 @@ GemmCheck check_gemm_samples(std::span<const double> a_rows, std::span<const dou
 // error of delta * sqrt(k / 2) (~90 delta at k = 16384). Rounding the output to its type adds
 // that type's delta once. Tolerances sit 3x or more above what the model gives, far below the
 // O(1) error of a wrong layout, missing tile or uninitialised output.
-double gemm_tolerance(Precision p) {
+double gemm_tolerance(GemmPrecision p) {
   switch (p) {
-    case Precision::fp64: return 1e-12;  // delta 2^-53/sqrt(3): ~6e-15 at k = 16384
-    case Precision::fp32: return 1e-5;   // delta 2^-24/sqrt(3): ~3e-6 at k = 16384
-    case Precision::tf32: return 5e-3;   // inputs cut to 10 mantissa bits: ~2^-11 per product
-    case Precision::fp16: return 5e-3;   // FP32 accumulation, FP16 output: ~2^-11/sqrt(3)
-    case Precision::bf16: return 1e-2;   // FP32 accumulation, BF16 output: ~2^-8/sqrt(3) = 2e-3
-    case Precision::fp8: return 5e-2;    // BF16 output plus Hopper's narrower FP8 accumulator
-    case Precision::int8: return 0;      // int32 accumulation is exact: |sum| <= 2^14 k < 2^31
+    case GemmPrecision::fp64:
+      return 1e-12;  // delta 2^-53/sqrt(3): ~6e-15 at k = 16384
+    case GemmPrecision::fp32:
+      return 1e-5;  // delta 2^-24/sqrt(3): ~3e-6 at k = 16384
+    case GemmPrecision::tf32:
+      return 5e-3;  // inputs cut to 10 mantissa bits: ~2^-11 per product
+    case GemmPrecision::fp16:
+      return 5e-3;  // FP32 accumulation, FP16 output: ~2^-11/sqrt(3)
+    case GemmPrecision::bf16:
+      return 1e-2;  // FP32 accumulation, BF16 output: ~2^-8/sqrt(3) = 2e-3
+    case GemmPrecision::fp8:
+      return 5e-2;  // BF16 output plus Hopper's narrower FP8 accumulator
+    case GemmPrecision::int8:
+      return 0;  // int32 accumulation is exact: |sum| <= 2^14 k < 2^31
   }
   return 0;
 }

@@ -101,7 +101,7 @@ enum class GemmLayout { tn, nn };
 
 std::string_view layout_name(GemmLayout l);  // "TN", "NN"
 // false for FP8 and INT8 with nn (cuBLASLt offers them TN only).
-bool layout_allowed(Precision p, GemmLayout l);
+bool layout_allowed(GemmPrecision p, GemmLayout l);
 
 // Offset in elements, from the start of the stored A, of op(A)(row, l) (0 <= row < m,
 // 0 <= l < k).
@@ -140,7 +140,7 @@ GemmCheck check_gemm_samples(std::span<const double> a_rows, std::span<const dou
 
 // Tolerance on the relative error for a GEMM of this precision with k up to 16384 and inputs
 // uniform in [-1, 1) (the derivation is next to the table in host_numeric.cpp).
-double gemm_tolerance(Precision p);
+double gemm_tolerance(GemmPrecision p);
 
 // `count` distinct indices in [0, n), sorted, always including 0 and n - 1 (the edge tiles);
 // every index when count >= n. Deterministic for a seed.

@@ -23,10 +23,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/vocabulary.hpp"
 #include "nn/kernels.hpp"
 #include "nn/params.hpp"
 #include "nn/tensor.hpp"
-#include "nn/trainer.hpp"
 
 struct cudnnContext;
 

@@ -32,37 +32,6 @@
 
 namespace gb::nn {
 
-std::string_view to_string(Precision p) {
-  switch (p) {
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
-  }
-  return "?";
-}
-
-std::optional<Precision> parse_precision(std::string_view s) {
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
-    if (s == to_string(p)) return p;
-  return std::nullopt;
-}
-
-std::string_view to_string(Model m) {
-  switch (m) {
-    case Model::resnet50: return "resnet50";
-    case Model::mobilenet_v2: return "mobilenet_v2";
-    case Model::small_resnet: return "small_resnet";
-  }
-  return "?";
-}
-
-std::optional<Model> parse_model(std::string_view s) {
-  for (Model m : {Model::resnet50, Model::mobilenet_v2, Model::small_resnet})
-    if (s == to_string(m)) return m;
-  return std::nullopt;
-}
-
 InputShape default_input(Model m) {
   if (m == Model::small_resnet) return InputShape{1, 28, 28, 10};
   return InputShape{3, 224, 224, 1000};
@@ -75,7 +44,7 @@ DType dtype_for(Precision p) {
 }
 bool nhwc_for(Precision p) { return p == Precision::fp16 || p == Precision::bf16; }
 
-// Validates the options and selects the device, before any member touches the GPU.
+// Validates the options before any member touches the GPU.
 const TrainerOptions& checked(const TrainerOptions& o) {
   if (o.batch < 1) throw Error(ErrorKind::usage, "batch must be at least 1");
   if (o.input.channels < 1 || o.input.height < 1 || o.input.width < 1 || o.input.classes < 2) {
@@ -84,8 +53,13 @@ const TrainerOptions& checked(const TrainerOptions& o) {
                                       std::to_string(o.input.width) + " with " +
                                       std::to_string(o.input.classes) + " classes");
   }
-  GB_CHECK_CUDA(cudaSetDevice(o.device));
   return o;
+}
+
+int current_device() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) (void)cudaGetLastError();
+  return device;
 }
 
 std::string gib(std::size_t bytes) {
@@ -158,7 +132,7 @@ Trainer::Impl::Impl(const TrainerOptions& o)
                       mib(per_image) + " per image + " + mib(fixed) +
                       " for weights, optimizer state and workspace); " + gib(now_free) +
                       " of " + gib(now_total) + " are free on device " +
-                      std::to_string(o.device) + ": ";
+                      std::to_string(current_device()) + ": ";
     msg += fits >= 1 ? "a batch of " + std::to_string(fits) + " should fit"
                      : "not even a batch of 1 fits";
     return Error(ErrorKind::runtime, msg);

@@ -1,7 +1,9 @@
 // nn/trainer.hpp: the training engine's public face. A Trainer builds one model (ResNet-50 v1.5,
 // MobileNetV2, or a small ResNet for 28x28 inputs) on cuDNN + cuBLASLt in one precision and runs
 // training steps on its own stream: forward, softmax cross-entropy, backward, fused SGD with FP32
-// master weights (and, for FP16, dynamic loss scaling with the inf flag kept on the GPU).
+// master weights (and, for FP16, dynamic loss scaling with the inf flag kept on the GPU). It runs
+// on the CUDA device current when it is built; the suites make theirs current with
+// bench::DeviceScope.
 //
 // This header is the contract between the engine (src/nn) and its users (the `train` and `amp`
 // suites in src/bench, the CLI). Nothing here needs cuDNN or cuBLASLt headers.
@@ -16,17 +18,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/vocabulary.hpp"
+
 namespace gb::nn {
 
-enum class Precision { fp32, tf32, fp16, bf16 };
-// fp32: tensor cores off (TF32 disabled in cuDNN and cuBLASLt); tf32: FP32 storage, TF32 math;
-// fp16 / bf16: reduced-precision activations and weights copies in NHWC, FP32 master weights.
-std::string_view to_string(Precision p);
-std::optional<Precision> parse_precision(std::string_view s);  // "fp32", "tf32", "fp16", "bf16"
-
-enum class Model { resnet50, mobilenet_v2, small_resnet };
-std::string_view to_string(Model m);
-std::optional<Model> parse_model(std::string_view s);  // "resnet50", "mobilenet_v2", "small_resnet"
+// The models and precisions, their spellings and parsers: core/vocabulary.hpp (one type for the
+// CLI, the suites and the engine).
+using gb::Model;
+using gb::Precision;
 
 // Input geometry of a model: resnet50 / mobilenet_v2 3x224x224 and 1000 classes; small_resnet
 // 1x28x28 and 10 classes (Fashion-MNIST).
@@ -45,7 +44,6 @@ struct TrainerOptions {
   float momentum = 0.9f;
   float weight_decay = 1e-4f;
   bool cuda_graph = false;         // capture the whole step once, then replay it
-  int device = 0;
 };
 
 // A batch already on the device: images in the layout/dtype input_format() asks for, labels as

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/cancel.hpp"
+#include "core/device_index.hpp"
 #include "core/error.hpp"
 #include "sys/cpu_info.hpp"
 #include "sys/nvml.hpp"
@@ -118,6 +119,7 @@ GpuSetup open_gpu(int device) {
     g.facts.push_back({"gpu.nvml", "NVML", nvml.unavailable_reason()});
     return g;
   }
+  require_device_index(device, nvml.device_count(), "NVML");  // none listed: reported below
   const auto dev = nvml.device(device);
   if (!dev) {
     g.unavailable_reason = "NVML sees " + std::to_string(nvml.device_count()) +
@@ -186,91 +188,89 @@ void validate(const WatchOptions& o) {
   if (o.duration_s && !(*o.duration_s > 0))
     throw Error(ErrorKind::usage, "--duration must be more than 0 seconds");
   if (o.stop_grace_s < 0) throw Error(ErrorKind::usage, "the stop grace must be >= 0 s");
+  require_device_index(o.device, 0);  // the range is checked against NVML's list in run_watch
 }
 
-WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
-  validate(o);
-  auto progress = [&](const std::string& line) {
-    if (hooks.on_progress) hooks.on_progress(line);
-  };
-  WatchOutcome out;
-  GpuSetup gpu = open_gpu(o.device);
-  out.gpu_available = gpu.reader != nullptr;
-  if (!out.gpu_available) progress(gpu.unavailable_reason);
+namespace {
 
-  std::unique_ptr<SeriesWriter> series;
-  if (!o.series_path.empty()) series = std::make_unique<SeriesWriter>(o.series_path);
-
-  // Start or attach. Perf counters are opened on the child before it execs.
+// The watched job: a command gpubase started or a process it attached to, with the perf
+// counters opened on it (or why not).
+struct Job {
   std::optional<sys::ChildProcess> child;
   std::optional<sys::AttachedProcess> attached;
   std::optional<sys::PerfCounters> perf;
-  if (o.perf_counters) raise_fd_limit();
-  std::string perf_reason = o.perf_counters ? "" : "perf counters turned off (--no-perf)";
+  std::string perf_reason;
   int root_pid = 0;
+
+  bool ended() {
+    if (child) return child->exit_status().has_value() || child->poll().has_value();
+    return !attached->alive();
+  }
+};
+
+// Starts or attaches. Perf counters are opened on a started child before it execs.
+Job start_job(const WatchOptions& o) {
+  Job job;
+  if (o.perf_counters) raise_fd_limit();
+  job.perf_reason = o.perf_counters ? "" : "perf counters turned off (--no-perf)";
   if (!o.command.empty()) {
-    child = sys::ChildProcess::spawn(o.command, [&](int pid) {
+    job.child = sys::ChildProcess::spawn(o.command, [&](int pid) {
       if (!o.perf_counters) return;
       try {
-        perf = sys::PerfCounters::open_for_exec(pid);
+        job.perf = sys::PerfCounters::open_for_exec(pid);
       } catch (const Error& e) {
-        perf_reason = e.what();
+        job.perf_reason = e.what();
       }
     });
-    root_pid = child->pid();
-  } else {
-    attached = sys::AttachedProcess::attach(*o.pid);
-    root_pid = attached->pid();
-    if (o.perf_counters) {
-      try {
-        perf = sys::PerfCounters::open_for_processes(sys::process_tree(root_pid, o.proc_root));
-      } catch (const Error& e) {
-        perf_reason = e.what();
-      }
+    job.root_pid = job.child->pid();
+    return job;
+  }
+  job.attached = sys::AttachedProcess::attach(*o.pid);
+  job.root_pid = job.attached->pid();
+  if (o.perf_counters) {
+    try {
+      job.perf =
+          sys::PerfCounters::open_for_processes(sys::process_tree(job.root_pid, o.proc_root));
+    } catch (const Error& e) {
+      job.perf_reason = e.what();
     }
   }
-  if (hooks.on_started) hooks.on_started(root_pid);
+  return job;
+}
 
-  SamplerConfig config;
-  config.proc_root = o.proc_root;
-  config.root_pids = {root_pid};
-  config.capture_dir = o.capture_dir;
-  config.tree_rescan_s = std::max(2.0, o.interval_s);
-  PerfDeltas perf_deltas(perf ? &*perf : nullptr);
-  Sampler sampler(config, std::move(gpu.reader),
-                  perf ? PerfReader(std::ref(perf_deltas)) : PerfReader());
-  WatchSummary summary;
-
+// Samples every interval until the job ends, monitoring is stopped (Ctrl-C on an attached
+// process) or a started job has had its grace after Ctrl-C / --duration and is terminated.
+void monitor(const WatchOptions& o, const WatchHooks& hooks, Job& job, Sampler& sampler,
+             WatchSummary& summary, SeriesWriter* series, WatchOutcome& out) {
+  auto progress = [&](const std::string& line) {
+    if (hooks.on_progress) hooks.on_progress(line);
+  };
   const auto t0 = Clock::now();
   auto now_s = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   sampler.start(0.0);
-
   std::optional<double> stop_at;  // when stopping began (Ctrl-C or --duration)
-  auto job_ended = [&] {
-    if (child) return child->exit_status().has_value() || child->poll().has_value();
-    return !attached->alive();
-  };
   auto begin_stop = [&](const std::string& why) {
     stop_at = now_s();
-    if (child)
+    if (job.child)
       progress(why + ": waiting up to " + seconds_text(o.stop_grace_s) +
                " for the job to exit, then SIGTERM");
   };
-
   double next = o.interval_s;
   bool ended = false;
   while (!ended) {
     while (now_s() < next) {
       std::this_thread::sleep_for(std::min<std::chrono::duration<double>>(
           kPollSlice, std::chrono::duration<double>(next - now_s())));
-      if (job_ended()) break;
+      if (job.ended()) break;
+      // Ctrl-C does not end watch at once: it starts the job's grace (core/cancel's flag is
+      // read here, not thrown: the report must cover the whole job).
       if (cancel_requested() && !out.interrupted) {
         out.interrupted = true;
-        if (attached) break;
+        if (job.attached) break;
         begin_stop("interrupted");
       }
     }
-    ended = job_ended();
+    ended = job.ended();
     const double t = now_s();
     WatchSample s = sampler.sample(t);
     summary.add(s);
@@ -278,45 +278,49 @@ WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
     if (hooks.on_sample) hooks.on_sample(s);
     next = t + o.interval_s;
 
-    if (ended || (attached && out.interrupted)) break;
+    if (ended || (job.attached && out.interrupted)) break;
     if (o.duration_s && t >= *o.duration_s && !stop_at) {
       out.stopped_by_duration = true;
-      if (attached) break;
-      child->send_signal(SIGINT);
+      if (job.attached) break;
+      job.child->send_signal(SIGINT);
       begin_stop("--duration " + seconds_text(*o.duration_s) + " reached, sent SIGINT");
     }
-    if (child && stop_at && t - *stop_at >= o.stop_grace_s) {
+    if (job.child && stop_at && t - *stop_at >= o.stop_grace_s) {
       // The whole tree, not only the command: behind a launcher (`sh -c`, a script) the
       // training process would otherwise outlive gpubase.
       progress("the job did not exit: sending SIGTERM to its " +
                std::to_string(sampler.job_tree().size()) + " processes");
       for (const int pid : sampler.job_tree())
-        if (pid != child->pid()) ::kill(pid, SIGTERM);
-      child->terminate(std::chrono::milliseconds(static_cast<long>(
+        if (pid != job.child->pid()) ::kill(pid, SIGTERM);
+      job.child->terminate(std::chrono::milliseconds(static_cast<long>(
           std::max(2.0, o.stop_grace_s / 2) * 1000)));
       ended = true;
     }
   }
+}
 
-  // Facts and results.
-  out.duration_s = summary.duration_s();
-  if (child) {
-    out.exit = child->exit_status();
-    if (!out.exit) out.exit = child->terminate();
+// How monitoring ended, in words: "interrupted (Ctrl-C); the job exited with code 0".
+void describe_end(const WatchOptions& o, Job& job, WatchOutcome& out) {
+  if (job.child) {
+    out.exit = job.child->exit_status();
+    if (!out.exit) out.exit = job.child->terminate();
     out.end_reason = "the job " + out.exit->describe();
   } else {
-    out.end_reason = attached->alive() ? "monitoring stopped; pid " + std::to_string(root_pid) +
-                                             " still runs"
-                                       : "pid " + std::to_string(root_pid) + " ended";
+    out.end_reason = job.attached->alive() ? "monitoring stopped; pid " +
+                                                 std::to_string(job.root_pid) + " still runs"
+                                           : "pid " + std::to_string(job.root_pid) + " ended";
   }
   if (out.stopped_by_duration)
     out.end_reason = "stopped after --duration " + seconds_text(*o.duration_s) + "; " +
                      out.end_reason;
   else if (out.interrupted)
     out.end_reason = "interrupted (Ctrl-C); " + out.end_reason;
+}
 
+// The run's facts: host, GPU, and what was watched and how.
+void add_facts(const WatchOptions& o, const Job& job, GpuSetup& gpu, const SeriesWriter* series,
+               int cores, WatchOutcome& out) {
   out.facts = sys::host_facts(sys::read_host_info());
-  const int cores = usable_cores();
   out.facts.push_back(Fact::numeric("host.usable_cores", "cores usable by the job", cores, "", 0));
   for (Fact& f : gpu.facts) out.facts.push_back(std::move(f));
   if (!out.gpu_available) {
@@ -324,15 +328,20 @@ WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
     out.facts.push_back({"gpu.available", "GPU", "none: " + gpu.unavailable_reason});
   }
   out.facts.push_back({"watch.command", "command",
-                       child ? join_command(o.command)
-                             : "pid " + std::to_string(root_pid) + " (" + attached->comm() + ")"});
-  out.facts.push_back({"watch.pid", "pid", std::to_string(root_pid)});
+                       job.child ? join_command(o.command)
+                                 : "pid " + std::to_string(job.root_pid) + " (" +
+                                       job.attached->comm() + ")"});
+  out.facts.push_back({"watch.pid", "pid", std::to_string(job.root_pid)});
   out.facts.push_back({"watch.exit", "ended", out.end_reason});
   out.facts.push_back({"watch.interval", "interval", seconds_text(o.interval_s)});
   if (series) out.facts.push_back({"watch.series", "time series", series->path()});
   if (!o.capture_dir.empty())
     out.facts.push_back({"watch.capture", "/proc capture", o.capture_dir});
+}
 
+// What the summary needs to say why a figure is missing.
+SummaryContext summary_context(const WatchOptions& o, const Job& job, const GpuSetup& gpu,
+                               Sampler& sampler, int cores) {
   SummaryContext ctx;
   ctx.online_cores = cores;
   ctx.gpu_unavailable_reason = gpu.unavailable_reason;
@@ -341,12 +350,45 @@ WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
     ctx.attribution_unavailable_reason = g->attribution_unavailable_reason();
     ctx.device_label = std::to_string(o.device);
   }
-  if (perf) {
-    perf_reasons(*perf, ctx);
+  if (job.perf) {
+    perf_reasons(*job.perf, ctx);
   } else {
-    ctx.perf_unavailable_reason = perf_reason.empty() ? "perf counters not opened" : perf_reason;
+    ctx.perf_unavailable_reason =
+        job.perf_reason.empty() ? "perf counters not opened" : job.perf_reason;
   }
-  out.results = summary.results(ctx);
+  return ctx;
+}
+
+}  // namespace
+
+WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
+  validate(o);
+  WatchOutcome out;
+  GpuSetup gpu = open_gpu(o.device);
+  out.gpu_available = gpu.reader != nullptr;
+  if (!out.gpu_available && hooks.on_progress) hooks.on_progress(gpu.unavailable_reason);
+
+  std::unique_ptr<SeriesWriter> series;
+  if (!o.series_path.empty()) series = std::make_unique<SeriesWriter>(o.series_path);
+  Job job = start_job(o);
+  if (hooks.on_started) hooks.on_started(job.root_pid);
+
+  SamplerConfig config;
+  config.proc_root = o.proc_root;
+  config.root_pids = {job.root_pid};
+  config.capture_dir = o.capture_dir;
+  config.tree_rescan_s = std::max(2.0, o.interval_s);
+  PerfDeltas perf_deltas(job.perf ? &*job.perf : nullptr);
+  Sampler sampler(config, std::move(gpu.reader),
+                  job.perf ? PerfReader(std::ref(perf_deltas)) : PerfReader());
+  WatchSummary summary;
+  monitor(o, hooks, job, sampler, summary, series.get(), out);
+
+  out.duration_s = summary.duration_s();
+  describe_end(o, job, out);
+  const int cores = usable_cores();
+  add_facts(o, job, gpu, series.get(), cores, out);
+  out.results = summary.results(summary_context(o, job, gpu, sampler, cores));
   return out;
 }
 

@@ -53,11 +53,12 @@ struct WatchOutcome {
   double duration_s = 0;
 };
 
-// Throws gb::Error(usage) for bad options, a command that cannot be run or a pid that does not
-// exist; everything else ends up in the outcome.
+// Throws gb::Error(usage) for bad options, a device index NVML does not list, a command that
+// cannot be run or a pid that does not exist; everything else ends up in the outcome.
 WatchOutcome run_watch(const WatchOptions& options, const WatchHooks& hooks = {});
 
-// Checks the options (interval range, command xor pid, duration > 0); throws gb::Error(usage).
+// Checks the options (interval range, command xor pid, duration > 0, device index >= 0); throws
+// gb::Error(usage).
 void validate(const WatchOptions& options);
 
 // Where a watch run's results print (the sink's declare_sections): one section per source --

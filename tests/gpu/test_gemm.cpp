@@ -176,7 +176,7 @@ GemmOptions with_layout(GemmLayout layout) {
   return options;
 }
 
-using GemmParam = std::tuple<Precision, GemmShape, GemmLayout>;
+using GemmParam = std::tuple<GemmPrecision, GemmShape, GemmLayout>;
 
 class GemmLtMatchesCpuReference : public ::testing::TestWithParam<GemmParam> {};
 
@@ -224,12 +224,12 @@ std::vector<GemmParam> gemm_params() {
   const GemmShape long_k{96, 160, 1040};  // non-square, k > m, n; multiples of 16 (FP8/INT8)
   const GemmShape odd{123, 77, 301};      // no alignment at all: 16-bit and wider types only
   std::vector<GemmParam> params;
-  for (const Precision p : kAllPrecisions) {
+  for (const GemmPrecision p : kAllGemmPrecisions) {
     for (const GemmLayout layout : {GemmLayout::tn, GemmLayout::nn}) {
       if (!layout_allowed(p, layout)) continue;
       params.emplace_back(p, square_ish, layout);
       params.emplace_back(p, long_k, layout);
-      if (p != Precision::fp8 && p != Precision::int8) params.emplace_back(p, odd, layout);
+      if (p != GemmPrecision::fp8 && p != GemmPrecision::int8) params.emplace_back(p, odd, layout);
     }
   }
   return params;
@@ -254,7 +254,7 @@ TEST(GemmLt, LayoutsMatchAProductWrittenOutOnTheHost) {
   const cudaStream_t s = setup.stream.get();
   const std::int64_t m = 40, n = 24, k = 56;
   for (const GemmLayout layout : {GemmLayout::tn, GemmLayout::nn}) {
-    const GemmLt gemm(setup.handle.get(), Precision::fp64, GemmShape{m, n, k},
+    const GemmLt gemm(setup.handle.get(), GemmPrecision::fp64, GemmShape{m, n, k},
                       with_layout(layout));
     const auto algos = gemm.algorithms(kWorkspaceBytes, 1);
     ASSERT_FALSE(algos.empty()) << layout_name(layout);
@@ -284,7 +284,7 @@ TEST(GemmLt, LayoutsMatchAProductWrittenOutOnTheHost) {
 TEST(GemmLt, Fp8AndInt8RefuseTheNnLayout) {
   GB_REQUIRE_GPU();
   const CublasLtHandle handle = CublasLtHandle::create();
-  for (const Precision p : {Precision::fp8, Precision::int8}) {
+  for (const GemmPrecision p : {GemmPrecision::fp8, GemmPrecision::int8}) {
     EXPECT_ANY_THROW(GemmLt(handle.get(), p, GemmShape{64, 64, 64}, with_layout(GemmLayout::nn)))
         << precision_key(p);
   }
@@ -294,7 +294,7 @@ TEST(GemmLt, HeuristicOffersAlgorithmsAtTheHeadlineShape) {
   GB_REQUIRE_GPU();
   const Cc cc = device_cc();
   const CublasLtHandle handle = CublasLtHandle::create();
-  for (const Precision p : kAllPrecisions) {
+  for (const GemmPrecision p : kAllGemmPrecisions) {
     if (gemm_unsupported_reason(p, cc.major, cc.minor)) continue;
     const GemmLt gemm(handle.get(), p, GemmShape{8192, 8192, 8192});
     EXPECT_FALSE(gemm.algorithms(kWorkspaceBytes, 8).empty())
@@ -308,12 +308,12 @@ TEST(GemmLt, HeuristicOffersAlgorithmsAtTheHeadlineShape) {
 TEST(GemmLt, Fp32IsExactToFp32AndTf32IsNot) {
   GB_REQUIRE_GPU();
   const Cc cc = device_cc();
-  if (gemm_unsupported_reason(Precision::tf32, cc.major, cc.minor)) GTEST_SKIP() << "no TF32";
+  if (gemm_unsupported_reason(GemmPrecision::tf32, cc.major, cc.minor)) GTEST_SKIP() << "no TF32";
   GemmSetup setup;
   const cudaStream_t s = setup.stream.get();
   const GemmShape shape{512, 512, 4096};
   double rel_err[2] = {0, 0};
-  const Precision precisions[2] = {Precision::fp32, Precision::tf32};
+  const GemmPrecision precisions[2] = {GemmPrecision::fp32, GemmPrecision::tf32};
   for (int i = 0; i < 2; ++i) {
     const GemmLt gemm(setup.handle.get(), precisions[i], shape);
     const auto algos = gemm.algorithms(kWorkspaceBytes, 1);
@@ -327,9 +327,9 @@ TEST(GemmLt, Fp32IsExactToFp32AndTf32IsNot) {
         check_gemm_on_device(gemm, data.a.data(), data.b.data(), data.d.data(), rows, cols, s)
             .rel_err;
   }
-  EXPECT_LT(rel_err[0], gemm_tolerance(Precision::fp32));
+  EXPECT_LT(rel_err[0], gemm_tolerance(GemmPrecision::fp32));
   EXPECT_GT(rel_err[1], 1e-5) << "TF32 as accurate as FP32: is NVIDIA_TF32_OVERRIDE=0 set?";
-  EXPECT_LT(rel_err[1], gemm_tolerance(Precision::tf32));
+  EXPECT_LT(rel_err[1], gemm_tolerance(GemmPrecision::tf32));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -340,7 +340,7 @@ class GemmValidation : public ::testing::Test {
   void SetUp() override {
     if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
     if (const auto why =
-            gemm_unsupported_reason(Precision::bf16, device_cc().major, device_cc().minor))
+            gemm_unsupported_reason(GemmPrecision::bf16, device_cc().major, device_cc().minor))
       GTEST_SKIP() << *why;
   }
   const GemmShape shape_{256, 384, 512};
@@ -353,7 +353,7 @@ TEST_F(GemmValidation, DetectsOneCorruptedOutput) {
     SCOPED_TRACE(std::string(layout_name(layout)));
     GemmSetup setup;
     const cudaStream_t s = setup.stream.get();
-    const GemmLt gemm(setup.handle.get(), Precision::bf16, shape_, with_layout(layout));
+    const GemmLt gemm(setup.handle.get(), GemmPrecision::bf16, shape_, with_layout(layout));
     const auto algos = gemm.algorithms(kWorkspaceBytes, 1);
     ASSERT_FALSE(algos.empty());
     GemmData data(gemm, s);
@@ -381,8 +381,8 @@ TEST_F(GemmValidation, DetectsTheWrongLayout) {
   GemmSetup setup;
   const cudaStream_t s = setup.stream.get();
   const GemmShape square{256, 256, 256};  // both layouts read A in bounds
-  const GemmLt tn(setup.handle.get(), Precision::bf16, square, with_layout(GemmLayout::tn));
-  const GemmLt nn(setup.handle.get(), Precision::bf16, square, with_layout(GemmLayout::nn));
+  const GemmLt tn(setup.handle.get(), GemmPrecision::bf16, square, with_layout(GemmLayout::tn));
+  const GemmLt nn(setup.handle.get(), GemmPrecision::bf16, square, with_layout(GemmLayout::nn));
   const std::vector<std::int64_t> rows = sample_indices(256, 16, 7);
   const std::vector<std::int64_t> cols = sample_indices(256, 16, 8);
   for (const GemmLt* ran : {&tn, &nn}) {
@@ -406,7 +406,7 @@ TEST_F(GemmValidation, DetectsTheWrongLayout) {
 TEST_F(GemmValidation, DetectsAnOutputTheGemmNeverWrote) {
   GemmSetup setup;
   const cudaStream_t s = setup.stream.get();
-  const GemmLt gemm(setup.handle.get(), Precision::bf16, shape_);
+  const GemmLt gemm(setup.handle.get(), GemmPrecision::bf16, shape_);
   GemmData data(gemm, s);
   GB_CHECK_CUDA(cudaMemsetAsync(data.d.data(), 0xFF, gemm.d_bytes(), s));  // NaN everywhere
   const GemmCheck check =
@@ -440,11 +440,11 @@ TEST(ProbeGemm, QuickRunReportsEveryPrecisionWithCheckedFigures) {
   bench::probe_gemm(ctx, sink);
 
   // Quick mode: the burst figure only, no probe.gemm.<p>.sustained.tflops.
-  ASSERT_EQ(sink.results().size(), std::size(kAllPrecisions));
+  ASSERT_EQ(sink.results().size(), std::size(kAllGemmPrecisions));
   for (const Result& r : sink.results())
     EXPECT_EQ(r.key.find(".sustained."), std::string::npos) << r.key;
   EXPECT_EQ(progress.size(), sink.results().size());
-  for (const Precision p : kAllPrecisions) {
+  for (const GemmPrecision p : kAllGemmPrecisions) {
     const std::string key = "probe.gemm." + std::string(precision_key(p)) + ".tflops";
     const auto it = std::find_if(sink.results().begin(), sink.results().end(),
                                  [&](const Result& r) { return r.key == key; });

@@ -329,6 +329,21 @@ TEST(TrainResults, CtrlCBeforeAnyTimedStepIsSkippedNotFailed) {
   EXPECT_NE(results[0].reason.find("interrupted"), std::string::npos);
 }
 
+TEST(TrainResults, AfterCtrlCEveryConfigurationNotMeasuredIsSkipped) {
+  const std::vector<TrainConfig> configs = {{"resnet50", "fp32", 256, true},
+                                            {"resnet50", "bf16", 256, true},
+                                            {"mobilenet_v2", "bf16", 256, true}};
+  const std::vector<Result> reported = train_results(h200_bf16());  // resnet50 bf16 b256
+  const auto rest = train_unmeasured_results(configs, reported);
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_EQ(rest[0].key, "train.resnet50.fp32.b256.images_per_s");
+  EXPECT_EQ(rest[1].key, "train.mobilenet_v2.bf16.b256.images_per_s");
+  for (const Result& r : rest) {
+    EXPECT_EQ(r.status, Status::skipped);
+    EXPECT_NE(r.reason.find("interrupted"), std::string::npos);
+  }
+}
+
 TEST(TrainResults, Fp16SkippedUpdatesAreNamed) {
   TrainMeasurement m = h200_bf16();
   m.config.precision = "fp16";

@@ -64,19 +64,20 @@ TEST(GpuSpecTable, H200AndH100SxmShareDatasheetCompute) {
   const gb::GpuSpec* h100 = gb::find_gpu_spec("NVIDIA H100 80GB HBM3");
   ASSERT_NE(h200, nullptr);
   ASSERT_NE(h100, nullptr);
-  EXPECT_DOUBLE_EQ(h200->peak(gb::Precision::fp64), 67);
-  EXPECT_DOUBLE_EQ(h200->peak(gb::Precision::fp32), 67);
-  EXPECT_DOUBLE_EQ(h200->peak(gb::Precision::tf32), 494.7);
-  EXPECT_DOUBLE_EQ(h200->peak(gb::Precision::bf16), 989.4);
-  EXPECT_DOUBLE_EQ(h200->peak(gb::Precision::fp8), 1978.9);
-  EXPECT_DOUBLE_EQ(h200->peak(gb::Precision::int8), 1978.9);
+  EXPECT_DOUBLE_EQ(h200->peak(gb::GemmPrecision::fp64), 67);
+  EXPECT_DOUBLE_EQ(h200->peak(gb::GemmPrecision::fp32), 67);
+  EXPECT_DOUBLE_EQ(h200->peak(gb::GemmPrecision::tf32), 494.7);
+  EXPECT_DOUBLE_EQ(h200->peak(gb::GemmPrecision::bf16), 989.4);
+  EXPECT_DOUBLE_EQ(h200->peak(gb::GemmPrecision::fp8), 1978.9);
+  EXPECT_DOUBLE_EQ(h200->peak(gb::GemmPrecision::int8), 1978.9);
   EXPECT_EQ(h200->sm_count, 132);
   EXPECT_DOUBLE_EQ(h200->boost_clock_mhz, 1980);
   EXPECT_DOUBLE_EQ(h200->mem_bandwidth_gbps, 4800);
   EXPECT_DOUBLE_EQ(h200->memory_gb, 141);
   EXPECT_EQ(h200->pcie_gen, 5);
   EXPECT_EQ(h200->pcie_width, 16);
-  for (const gb::Precision p : gb::kAllPrecisions) EXPECT_DOUBLE_EQ(h100->peak(p), h200->peak(p));
+  for (const gb::GemmPrecision p : gb::kAllGemmPrecisions)
+    EXPECT_DOUBLE_EQ(h100->peak(p), h200->peak(p));
   EXPECT_DOUBLE_EQ(h100->mem_bandwidth_gbps, 3350);
 }
 
@@ -87,14 +88,14 @@ TEST(GpuSpecTable, GeForce4090RunsFp16WithFp32AccumulateAtHalfRate) {
   ASSERT_NE(l40s, nullptr);
   // Same Ada rate per SM per clock; GeForce halves the FP32-accumulate tensor path.
   const double full_rate = 128 * 1024 * 2520e6 / 1e12;  // 330.3 TFLOP/s
-  EXPECT_NEAR(rtx->peak(gb::Precision::fp16), full_rate / 2, 0.1);
-  EXPECT_NEAR(rtx->peak(gb::Precision::bf16), full_rate / 2, 0.1);
+  EXPECT_NEAR(rtx->peak(gb::GemmPrecision::fp16), full_rate / 2, 0.1);
+  EXPECT_NEAR(rtx->peak(gb::GemmPrecision::bf16), full_rate / 2, 0.1);
 }
 
 TEST(GpuSpecTable, CardsWithoutFp8SayZero) {
-  EXPECT_DOUBLE_EQ(gb::find_gpu_spec("NVIDIA A100-SXM4-80GB")->peak(gb::Precision::fp8), 0);
-  EXPECT_DOUBLE_EQ(gb::find_gpu_spec("NVIDIA A10")->peak(gb::Precision::fp8), 0);
-  EXPECT_GT(gb::find_gpu_spec("NVIDIA L4")->peak(gb::Precision::fp8), 0);
+  EXPECT_DOUBLE_EQ(gb::find_gpu_spec("NVIDIA A100-SXM4-80GB")->peak(gb::GemmPrecision::fp8), 0);
+  EXPECT_DOUBLE_EQ(gb::find_gpu_spec("NVIDIA A10")->peak(gb::GemmPrecision::fp8), 0);
+  EXPECT_GT(gb::find_gpu_spec("NVIDIA L4")->peak(gb::GemmPrecision::fp8), 0);
 }
 
 TEST(GpuSpecTable, EveryRowNamesItsSourceAndHasTheBasics) {
@@ -116,42 +117,42 @@ TEST(GpuSpecTable, FP32DatasheetAgreesWithSmsTimesRateTimesBoostClock) {
   // The table and the per-SM rates must tell the same story: FP32 is quoted at the boost clock.
   for (const gb::GpuSpec& s : gb::gpu_spec_table()) {
     const auto computed = gb::computed_peak_tflops(s.cc_major, s.cc_minor, s.sm_count,
-                                                   s.boost_clock_mhz, gb::Precision::fp32);
+                                                   s.boost_clock_mhz, gb::GemmPrecision::fp32);
     ASSERT_TRUE(computed) << s.name;
     EXPECT_NEAR(*computed, s.fp32_tflops, 0.03 * s.fp32_tflops) << s.name;
   }
 }
 
 TEST(ComputedPeak, H200Bf16At1980MHzIs1070TFlops) {
-  const auto peak = gb::computed_peak_tflops(9, 0, 132, 1980, gb::Precision::bf16);
+  const auto peak = gb::computed_peak_tflops(9, 0, 132, 1980, gb::GemmPrecision::bf16);
   ASSERT_TRUE(peak);
   EXPECT_NEAR(*peak, 1070.5, 0.1);  // 132 x 4096 x 1.98e9
 }
 
 TEST(ComputedPeak, PerSmRatesFollowTheWhitepapers) {
-  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::Precision::fp32), 256);
-  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::Precision::fp64), 256);
-  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::Precision::tf32), 2048);
-  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::Precision::fp16), 4096);
-  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::Precision::fp8), 8192);
-  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::Precision::int8), 8192);
-  EXPECT_EQ(gb::flops_per_sm_per_clock(8, 0, gb::Precision::fp64), 128);
-  EXPECT_EQ(gb::flops_per_sm_per_clock(8, 0, gb::Precision::tf32), 1024);
-  EXPECT_EQ(gb::flops_per_sm_per_clock(8, 0, gb::Precision::fp16), 2048);
-  EXPECT_EQ(gb::flops_per_sm_per_clock(8, 0, gb::Precision::int8), 4096);
+  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::GemmPrecision::fp32), 256);
+  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::GemmPrecision::fp64), 256);
+  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::GemmPrecision::tf32), 2048);
+  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::GemmPrecision::fp16), 4096);
+  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::GemmPrecision::fp8), 8192);
+  EXPECT_EQ(gb::flops_per_sm_per_clock(9, 0, gb::GemmPrecision::int8), 8192);
+  EXPECT_EQ(gb::flops_per_sm_per_clock(8, 0, gb::GemmPrecision::fp64), 128);
+  EXPECT_EQ(gb::flops_per_sm_per_clock(8, 0, gb::GemmPrecision::tf32), 1024);
+  EXPECT_EQ(gb::flops_per_sm_per_clock(8, 0, gb::GemmPrecision::fp16), 2048);
+  EXPECT_EQ(gb::flops_per_sm_per_clock(8, 0, gb::GemmPrecision::int8), 4096);
 }
 
 TEST(ComputedPeak, A100At1410MHzMatchesItsDatasheet) {
   // 108 x 2048 x 1.41e9 = 311.9 TFLOP/s; the datasheet rounds to 312.
-  EXPECT_NEAR(*gb::computed_peak_tflops(8, 0, 108, 1410, gb::Precision::fp16), 312, 0.5);
-  EXPECT_NEAR(*gb::computed_peak_tflops(8, 0, 108, 1410, gb::Precision::tf32), 156, 0.5);
-  EXPECT_NEAR(*gb::computed_peak_tflops(8, 0, 108, 1410, gb::Precision::fp64), 19.5, 0.05);
+  EXPECT_NEAR(*gb::computed_peak_tflops(8, 0, 108, 1410, gb::GemmPrecision::fp16), 312, 0.5);
+  EXPECT_NEAR(*gb::computed_peak_tflops(8, 0, 108, 1410, gb::GemmPrecision::tf32), 156, 0.5);
+  EXPECT_NEAR(*gb::computed_peak_tflops(8, 0, 108, 1410, gb::GemmPrecision::fp64), 19.5, 0.05);
 }
 
 TEST(ComputedPeak, MissingPathOrArchitectureIsEmpty) {
-  EXPECT_FALSE(gb::flops_per_sm_per_clock(8, 0, gb::Precision::fp8));  // A100 has no FP8
-  EXPECT_FALSE(gb::flops_per_sm_per_clock(7, 5, gb::Precision::fp16));  // not in the table
-  EXPECT_FALSE(gb::computed_peak_tflops(9, 0, 0, 1980, gb::Precision::bf16));
+  EXPECT_FALSE(gb::flops_per_sm_per_clock(8, 0, gb::GemmPrecision::fp8));   // A100 has no FP8
+  EXPECT_FALSE(gb::flops_per_sm_per_clock(7, 5, gb::GemmPrecision::fp16));  // not in the table
+  EXPECT_FALSE(gb::computed_peak_tflops(9, 0, 0, 1980, gb::GemmPrecision::bf16));
 }
 
 TEST(MemoryBandwidth, BusWidthTimesDoubleDataRate) {
@@ -179,9 +180,9 @@ TEST(PcieLink, UnknownGenerationOrWidthIsEmpty) {
   EXPECT_FALSE(gb::pcie_link_gbps(5, 0));
 }
 
-TEST(Precision, KeysLabelsAndUnits) {
-  EXPECT_EQ(gb::precision_key(gb::Precision::bf16), "bf16");
-  EXPECT_EQ(gb::precision_label(gb::Precision::fp32), "FP32 (no tensor cores)");
-  EXPECT_EQ(gb::precision_unit(gb::Precision::int8), "TOP/s");
-  EXPECT_EQ(gb::precision_unit(gb::Precision::fp8), "TFLOP/s");
+TEST(GemmPrecision, KeysLabelsAndUnits) {
+  EXPECT_EQ(gb::precision_key(gb::GemmPrecision::bf16), "bf16");
+  EXPECT_EQ(gb::precision_label(gb::GemmPrecision::fp32), "FP32 (no tensor cores)");
+  EXPECT_EQ(gb::precision_unit(gb::GemmPrecision::int8), "TOP/s");
+  EXPECT_EQ(gb::precision_unit(gb::GemmPrecision::fp8), "TFLOP/s");
 }

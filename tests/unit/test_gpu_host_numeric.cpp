@@ -222,11 +222,11 @@ TEST(CheckGemmSamples, MismatchedSizesThrow) {
 }
 
 TEST(GemmTolerance, TightensWithPrecision) {
-  EXPECT_EQ(gemm_tolerance(Precision::int8), 0.0);
-  EXPECT_LT(gemm_tolerance(Precision::fp64), gemm_tolerance(Precision::fp32));
-  EXPECT_LT(gemm_tolerance(Precision::fp32), gemm_tolerance(Precision::tf32));
-  EXPECT_LE(gemm_tolerance(Precision::fp16), gemm_tolerance(Precision::bf16));
-  EXPECT_LT(gemm_tolerance(Precision::bf16), gemm_tolerance(Precision::fp8));
+  EXPECT_EQ(gemm_tolerance(GemmPrecision::int8), 0.0);
+  EXPECT_LT(gemm_tolerance(GemmPrecision::fp64), gemm_tolerance(GemmPrecision::fp32));
+  EXPECT_LT(gemm_tolerance(GemmPrecision::fp32), gemm_tolerance(GemmPrecision::tf32));
+  EXPECT_LE(gemm_tolerance(GemmPrecision::fp16), gemm_tolerance(GemmPrecision::bf16));
+  EXPECT_LT(gemm_tolerance(GemmPrecision::bf16), gemm_tolerance(GemmPrecision::fp8));
 }
 
 // --- GEMM layouts ------------------------------------------------------------------------------
@@ -234,9 +234,10 @@ TEST(GemmTolerance, TightensWithPrecision) {
 TEST(GemmLayouts, NamesAndWhichPrecisionsAllowNn) {
   EXPECT_EQ(layout_name(GemmLayout::tn), "TN");
   EXPECT_EQ(layout_name(GemmLayout::nn), "NN");
-  for (const Precision p : kAllPrecisions) {
+  for (const GemmPrecision p : kAllGemmPrecisions) {
     EXPECT_TRUE(layout_allowed(p, GemmLayout::tn)) << precision_key(p);
-    EXPECT_EQ(layout_allowed(p, GemmLayout::nn), p != Precision::fp8 && p != Precision::int8)
+    EXPECT_EQ(layout_allowed(p, GemmLayout::nn),
+              p != GemmPrecision::fp8 && p != GemmPrecision::int8)
         << precision_key(p);
   }
 }

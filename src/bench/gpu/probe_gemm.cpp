@@ -110,7 +110,7 @@ constexpr gpu::GemmShape kHeadlineShape{8192, 8192, 8192};
 constexpr gpu::GemmShape kExtraShapes[] = {{4096, 4096, 4096}, {8192, 8192, 1024}};
 
 struct GemmCase {
-  Precision precision;
+  GemmPrecision precision;
   gpu::GemmShape shape;
   bool headline;  // 8192^3: the key without the shape, and the sustained figure
 };
@@ -143,10 +143,10 @@ Budget budget_for(bool quick) {
 // Headline shape for every precision first (what Ctrl-C keeps), then the other shapes.
 std::vector<GemmCase> gemm_cases(bool quick) {
   std::vector<GemmCase> cases;
-  for (const Precision p : kAllPrecisions) cases.push_back({p, kHeadlineShape, true});
+  for (const GemmPrecision p : kAllGemmPrecisions) cases.push_back({p, kHeadlineShape, true});
   if (quick) return cases;
   for (const gpu::GemmShape& s : kExtraShapes)
-    for (const Precision p : kAllPrecisions) cases.push_back({p, s, false});
+    for (const GemmPrecision p : kAllGemmPrecisions) cases.push_back({p, s, false});
   return cases;
 }
 
@@ -217,7 +217,7 @@ std::vector<Result> no_figure(const GemmCase& c, const Budget& budget, Status st
   return out;
 }
 
-void add_references(const ProbeContext& ctx, Precision p, const Telemetry& telemetry,
+void add_references(const ProbeContext& ctx, GemmPrecision p, const Telemetry& telemetry,
                     const std::string& window, Result& r) {
   if (ctx.spec && ctx.spec->peak(p) > 0)
     r.reference("datasheet", ctx.spec->peak(p),
@@ -238,7 +238,7 @@ void add_references(const ProbeContext& ctx, Precision p, const Telemetry& telem
   const auto rate = flops_per_sm_per_clock(dev.cc_major, dev.cc_minor, p);
   const auto peak = computed_peak_tflops(dev.cc_major, dev.cc_minor, dev.sm_count, clock_mhz, p);
   if (rate && peak) {
-    const char* op = p == Precision::int8 ? " OP" : " FLOP";
+    const char* op = p == GemmPrecision::int8 ? " OP" : " FLOP";
     r.reference("clock_adjusted", *peak,
                 std::to_string(dev.sm_count) + " SMs x " + fixed(*rate, 0) + op + "/clk/SM x " +
                     fixed(clock_mhz, 0) + " MHz, " + clock_source);
@@ -344,319 +344,399 @@ std::vector<double> to_tflops(const gpu::GemmShape& shape, const std::vector<dou
 }
 
 // NVIDIA_TF32_OVERRIDE=0 makes cuBLAS ignore the TF32 request: the figure would be FP32.
-void check_tf32_override(Precision p, Result& r) {
+void check_tf32_override(GemmPrecision p, Result& r) {
   if (const char* v = std::getenv("NVIDIA_TF32_OVERRIDE");
-      p == Precision::tf32 && v && std::string(v) == "0") {
+      p == GemmPrecision::tf32 && v && std::string(v) == "0") {
     r.status = Status::invalid;
     r.reason = "NVIDIA_TF32_OVERRIDE=0 is set: cuBLAS runs this TF32 request as plain FP32";
   }
 }
 
-std::vector<Result> measure_case(const ProbeContext& ctx, const GemmCase& c, const Budget& budget,
-                                 cublasLtHandle_t handle, const gpu::DeviceBuffer& workspace,
-                                 cudaStream_t s) {
-  const Precision p = c.precision;
-  const std::string unit(precision_unit(p));
-  const DeviceFacts& dev = ctx.device;
-
-  if (const auto why = gpu::gemm_unsupported_reason(p, dev.cc_major, dev.cc_minor))
-    return no_figure(c, budget, Status::skipped, *why);
-
-  // One GemmLt per layout (FP8 and INT8: TN only). FP32 is asked for with
-  // CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no emulation through tensor cores). Should a cuBLASLt
-  // refuse it or offer no algorithm, plain CUBLAS_COMPUTE_32F is the same arithmetic for FP32
-  // inputs (it only down-converts when asked to by a _FAST_ compute type); the "types"
-  // parameter says which one ran.
-  std::vector<gpu::GemmLayout> layouts = {gpu::GemmLayout::tn};
-  if (gpu::layout_allowed(p, gpu::GemmLayout::nn)) layouts.push_back(gpu::GemmLayout::nn);
+// Step 1: one GemmLt per layout (FP8 and INT8: TN only) and the heuristic's candidates. FP32 is
+// asked for with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no emulation through tensor cores). Should
+// a cuBLASLt refuse it or offer no algorithm, plain CUBLAS_COMPUTE_32F is the same arithmetic for
+// FP32 inputs (it only down-converts when asked to by a _FAST_ compute type); the "types"
+// parameter says which one ran. Candidates point into `gemms`: a plan stays where it was built.
+struct CasePlan {
+  std::vector<gpu::GemmLayout> layouts;
   std::optional<gpu::GemmLt> gemms[2];
+  std::vector<Candidate> cands;  // interleaved over the layouts: TN#0, NN#0, TN#1, NN#1, ...
+  std::string layouts_text;      // "TN or NN"
+
+  CasePlan() = default;
+  CasePlan(const CasePlan&) = delete;
+  CasePlan& operator=(const CasePlan&) = delete;
+  const gpu::GemmLt& first() const { return *gemms[0]; }
+  std::size_t layout_index(const Candidate& cand) const {
+    return cand.gemm->layout() == layouts[0] ? 0 : 1;
+  }
+};
+
+// Builds the plan; the reason there is no figure when the heuristic offers nothing.
+std::optional<std::string> plan_case(const ProbeContext& ctx, const GemmCase& c,
+                                     const Budget& budget, cublasLtHandle_t handle,
+                                     CasePlan& plan) {
+  const GemmPrecision p = c.precision;
+  plan.layouts = {gpu::GemmLayout::tn};
+  if (gpu::layout_allowed(p, gpu::GemmLayout::nn)) plan.layouts.push_back(gpu::GemmLayout::nn);
   std::vector<gpu::GemmAlgo> algos[2];
-  for (std::size_t li = 0; li < layouts.size(); ++li) {
+  for (std::size_t li = 0; li < plan.layouts.size(); ++li) {
     gpu::GemmOptions options;
-    options.layout = layouts[li];
+    options.layout = plan.layouts[li];
     try {
-      gemms[li].emplace(handle, p, c.shape, options);
-      algos[li] = gemms[li]->algorithms(kWorkspaceBytes, budget.candidates_per_layout);
+      plan.gemms[li].emplace(handle, p, c.shape, options);
+      algos[li] = plan.gemms[li]->algorithms(kWorkspaceBytes, budget.candidates_per_layout);
     } catch (const Error& e) {
-      if (p != Precision::fp32 || e.kind() != ErrorKind::runtime) throw;
+      if (p != GemmPrecision::fp32 || e.kind() != ErrorKind::runtime) throw;
     }
-    if (algos[li].empty() && p == Precision::fp32) {
+    if (algos[li].empty() && p == GemmPrecision::fp32) {
       options.compute = CUBLAS_COMPUTE_32F;
-      gemms[li].emplace(handle, p, c.shape, options);
-      algos[li] = gemms[li]->algorithms(kWorkspaceBytes, budget.candidates_per_layout);
+      plan.gemms[li].emplace(handle, p, c.shape, options);
+      algos[li] = plan.gemms[li]->algorithms(kWorkspaceBytes, budget.candidates_per_layout);
     }
   }
-  // Candidates interleaved over the layouts in heuristic order: TN#0, NN#0, TN#1, NN#1, ...
-  std::vector<Candidate> cands;
   for (std::size_t rank = 0;; ++rank) {
     bool any = false;
-    for (std::size_t li = 0; li < layouts.size(); ++li) {
+    for (std::size_t li = 0; li < plan.layouts.size(); ++li) {
       if (rank >= algos[li].size()) continue;
       any = true;
       Candidate cand;
-      cand.gemm = &*gemms[li];
+      cand.gemm = &*plan.gemms[li];
       cand.algo = algos[li][rank];
-      cands.push_back(cand);
+      plan.cands.push_back(cand);
     }
     if (!any) break;
   }
-  std::string layouts_text;
-  for (const gpu::GemmLayout l : layouts)
-    layouts_text += (layouts_text.empty() ? "" : " or ") + std::string(gpu::layout_name(l));
-  const gpu::GemmLt& gemm0 = *gemms[0];
-  if (cands.empty())
-    return no_figure(c, budget, Status::skipped,
-                     "cuBLASLt's heuristic returned no algorithm for " +
-                         gpu::describe_types(gemm0.types()) + ", " + layouts_text + ", " +
-                         c.shape.to_string() + " on compute capability " +
-                         std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
-                         " (workspace limit 64 MiB)");
+  for (const gpu::GemmLayout l : plan.layouts)
+    plan.layouts_text +=
+        (plan.layouts_text.empty() ? "" : " or ") + std::string(gpu::layout_name(l));
+  if (!plan.cands.empty()) return std::nullopt;
+  const DeviceFacts& dev = ctx.device;
+  return "cuBLASLt's heuristic returned no algorithm for " +
+         gpu::describe_types(plan.first().types()) + ", " + plan.layouts_text + ", " +
+         c.shape.to_string() + " on compute capability " + std::to_string(dev.cc_major) + "." +
+         std::to_string(dev.cc_minor) + " (workspace limit 64 MiB)";
+}
 
-  // Memory: one set of A, B and D must fit with headroom; more input sets only if they fit too.
-  // Both layouts store the same number of elements, so one set of buffers serves both.
-  const std::size_t ab_bytes = gemm0.a_bytes() + gemm0.b_bytes();
-  const std::size_t d_bytes = gemm0.d_bytes();
-  std::size_t free_bytes = 0, total_bytes = 0;
-  GB_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (ab_bytes + d_bytes + kHeadroomBytes > free_bytes)
-    return no_figure(c, budget, Status::skipped,
-                     "out of device memory: A, B and D need " +
-                         gib(static_cast<double>(ab_bytes + d_bytes)) + ", " +
-                         gib(static_cast<double>(free_bytes)) + " free");
-  int sets = input_sets(ab_bytes, dev.l2_bytes);
-  while (sets > 1 && sets * ab_bytes + d_bytes + kHeadroomBytes > free_bytes) --sets;
+// The case's buffers on the device and the GEMMs that run on them: A and B rotate over `sets`
+// input sets, D is shared. Both layouts store the same number of elements, so one set of
+// buffers serves both.
+class CaseRunner {
+ public:
+  CaseRunner(const gpu::DeviceBuffer& workspace, cudaStream_t s) : workspace_(workspace), s_(s) {}
 
-  GemmBuffers buf;
-  try {
-    for (int i = 0; i < sets; ++i) {
-      buf.a.emplace_back(gemm0.a_bytes());
-      buf.b.emplace_back(gemm0.b_bytes());
+  // Allocates one set of A, B and D with headroom, more input sets while they fit (up to 2x
+  // L2), and fills them; the reason there is no figure when memory is short.
+  std::optional<std::string> prepare(const GemmCase& c, const gpu::GemmLt& gemm0,
+                                     double l2_bytes) {
+    ab_bytes_ = gemm0.a_bytes() + gemm0.b_bytes();
+    d_bytes_ = gemm0.d_bytes();
+    std::size_t free_bytes = 0, total_bytes = 0;
+    GB_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (ab_bytes_ + d_bytes_ + kHeadroomBytes > free_bytes)
+      return "out of device memory: A, B and D need " +
+             gib(static_cast<double>(ab_bytes_ + d_bytes_)) + ", " +
+             gib(static_cast<double>(free_bytes)) + " free";
+    sets_ = input_sets(ab_bytes_, l2_bytes);
+    while (sets_ > 1 && sets_ * ab_bytes_ + d_bytes_ + kHeadroomBytes > free_bytes) --sets_;
+    try {
+      for (int i = 0; i < sets_; ++i) {
+        buf_.a.emplace_back(gemm0.a_bytes());
+        buf_.b.emplace_back(gemm0.b_bytes());
+      }
+      buf_.d = gpu::DeviceBuffer(d_bytes_);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::runtime || cudaGetLastError() != cudaErrorMemoryAllocation)
+        throw;
+      return std::string("out of device memory: ") + e.what();
     }
-    buf.d = gpu::DeviceBuffer(d_bytes);
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::runtime || cudaGetLastError() != cudaErrorMemoryAllocation) throw;
-    return no_figure(c, budget, Status::skipped, std::string("out of device memory: ") + e.what());
-  }
-  const std::uint64_t seed = case_seed(c);
-  for (int i = 0; i < sets; ++i) {
-    const auto set_seed = seed + 2 * static_cast<std::uint64_t>(i);
-    gpu::fill_uniform(buf.a[i].data(), gemm0.types().ab, gemm0.a_elements(), set_seed, s);
-    gpu::fill_uniform(buf.b[i].data(), gemm0.types().ab, gemm0.b_elements(), set_seed + 1, s);
+    const std::uint64_t seed = case_seed(c);
+    for (int i = 0; i < sets_; ++i) {
+      const auto set_seed = seed + 2 * static_cast<std::uint64_t>(i);
+      gpu::fill_uniform(buf_.a[i].data(), gemm0.types().ab, gemm0.a_elements(), set_seed, s_);
+      gpu::fill_uniform(buf_.b[i].data(), gemm0.types().ab, gemm0.b_elements(), set_seed + 1,
+                        s_);
+    }
+    return std::nullopt;
   }
 
-  std::size_t next_set = 0;
-  auto run = [&](const Candidate& cand) {
-    cand.gemm->run(cand.algo, buf.a[next_set].data(), buf.b[next_set].data(), buf.d.data(),
-                   workspace.data(), workspace.bytes(), s);
-    next_set = (next_set + 1) % static_cast<std::size_t>(sets);
-  };
-  const gpu::Event start = gpu::Event::create();
-  const gpu::Event stop = gpu::Event::create();
-  auto time_candidate = [&](const Candidate& cand) {  // ms per GEMM over kSelectionTimed
-    start.record(s);
-    for (int r = 0; r < kSelectionTimed; ++r) run(cand);
-    stop.record(s);
-    stop.synchronize();
-    return gpu::Event::elapsed_ms(start, stop) / kSelectionTimed;
-  };
+  // One GEMM on the next input set.
+  void run(const Candidate& cand) {
+    cand.gemm->run(cand.algo, buf_.a[next_set_].data(), buf_.b[next_set_].data(), buf_.d.data(),
+                   workspace_.data(), workspace_.bytes(), s_);
+    next_set_ = (next_set_ + 1) % static_cast<std::size_t>(sets_);
+  }
+  // The first GEMM of a candidate, which may refuse to run.
+  cublasStatus_t try_run(const Candidate& cand) {
+    return cand.gemm->try_run(cand.algo, buf_.a[0].data(), buf_.b[0].data(), buf_.d.data(),
+                              workspace_.data(), workspace_.bytes(), s_);
+  }
+  // ms per GEMM over `gemms` back to back between two events.
+  double time(const Candidate& cand, int gemms) {
+    start_.record(s_);
+    for (int r = 0; r < gemms; ++r) run(cand);
+    stop_.record(s_);
+    stop_.synchronize();
+    return gpu::Event::elapsed_ms(start_, stop_) / gemms;
+  }
+  // Step 3: D poisoned to all-ones bytes (NaN for the float types, -1 for int32) so an output
+  // the GEMM did not write cannot pass, one GEMM, sampled outputs against the CPU reference.
+  gpu::GemmCheck check(const GemmCase& c, const Candidate& cand) {
+    const std::uint64_t seed = case_seed(c);
+    GB_CHECK_CUDA(cudaMemsetAsync(buf_.d.data(), 0xFF, d_bytes_, s_));
+    cand.gemm->run(cand.algo, buf_.a[0].data(), buf_.b[0].data(), buf_.d.data(),
+                   workspace_.data(), workspace_.bytes(), s_);
+    const auto rows = gpu::sample_indices(c.shape.m, kSampleRows, seed ^ 0x5A);
+    const auto cols = gpu::sample_indices(c.shape.n, kSampleCols, seed ^ 0xA5);
+    return gpu::check_gemm_on_device(*cand.gemm, buf_.a[0].data(), buf_.b[0].data(),
+                                     buf_.d.data(), rows, cols, s_);
+  }
+  cudaStream_t stream() const { return s_; }
+  int sets() const { return sets_; }
+  std::size_t ab_bytes() const { return ab_bytes_; }
 
-  // Selection, first timing: see the top of the file.
-  const auto selection_start = std::chrono::steady_clock::now();
-  const double selection_budget_ms =
-      (c.headline ? budget.selection_ms_headline : budget.selection_ms_other) *
-      (budget.retime_finalists ? 0.75 : 1.0);
-  std::vector<std::size_t> ran;  // indices into cands, in the order they ran
-  bool ran_in_layout[2] = {false, false};
-  bool warmed_up = false;
+ private:
+  const gpu::DeviceBuffer& workspace_;
+  cudaStream_t s_;
+  GemmBuffers buf_;
+  int sets_ = 1;
+  std::size_t ab_bytes_ = 0, d_bytes_ = 0, next_set_ = 0;
+  gpu::Event start_ = gpu::Event::create(), stop_ = gpu::Event::create();
+};
+
+// What the selection (step 2) did, for the params and the winner.
+struct Selection {
+  std::vector<std::size_t> ran;        // indices into the plan's candidates, in the order run
+  std::vector<std::size_t> finalists;  // re-timed (full mode)
   int refused = 0, not_started = 0;
   cublasStatus_t refusal = CUBLAS_STATUS_SUCCESS;
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    Candidate& cand = cands[i];
-    const std::size_t li = cand.gemm->layout() == layouts[0] ? 0 : 1;
-    if (ran_in_layout[li] && ms_since(selection_start) >= selection_budget_ms) {
-      ++not_started;
+  std::size_t best = 0;
+  double seconds = 0;
+  std::string tried;  // "TN#0 1.402, NN#0 1.398 ms; re-timed in reverse order: ..."
+};
+
+// The first timing of every candidate the time budget allows (the first one in each layout
+// always runs); the first candidate that runs also warms the GPU up.
+void first_timing(const GemmCase& c, const Budget& budget, CasePlan& plan, CaseRunner& runner,
+                  Selection& sel) {
+  const auto started = std::chrono::steady_clock::now();
+  const double budget_ms = (c.headline ? budget.selection_ms_headline : budget.selection_ms_other) *
+                           (budget.retime_finalists ? 0.75 : 1.0);
+  bool ran_in_layout[2] = {false, false};
+  bool warmed_up = false;
+  for (std::size_t i = 0; i < plan.cands.size(); ++i) {
+    Candidate& cand = plan.cands[i];
+    const std::size_t li = plan.layout_index(cand);
+    if (ran_in_layout[li] && ms_since(started) >= budget_ms) {
+      ++sel.not_started;
       continue;
     }
     throw_if_cancelled();
-    // Untimed GEMM 1 (loads the kernel; a candidate may refuse to run).
-    const cublasStatus_t st = cand.gemm->try_run(cand.algo, buf.a[0].data(), buf.b[0].data(),
-                                                 buf.d.data(), workspace.data(),
-                                                 workspace.bytes(), s);
+    const cublasStatus_t st = runner.try_run(cand);  // untimed GEMM 1 (loads the kernel)
     if (st != CUBLAS_STATUS_SUCCESS) {
-      refusal = st;
-      ++refused;
+      sel.refusal = st;
+      ++sel.refused;
       continue;
     }
     if (!warmed_up) {  // the GPU's clocks up to speed before the first candidate is judged
       warmed_up = true;
-      start.record(s);
-      run(cand);
-      stop.record(s);
-      stop.synchronize();
-      const double once_ms = std::max<double>(gpu::Event::elapsed_ms(start, stop), 1e-3);
+      const double once_ms = std::max(runner.time(cand, 1), 1e-3);
       const int more = std::min(static_cast<int>(budget.warmup_ms / once_ms), 1000);
-      for (int r = 0; r < more; ++r) run(cand);
+      for (int r = 0; r < more; ++r) runner.run(cand);
     }
-    run(cand);  // untimed GEMM 2
-    cand.first_ms = time_candidate(cand);
-    cand.order = ran.size();
-    ran.push_back(i);
+    runner.run(cand);  // untimed GEMM 2
+    cand.first_ms = runner.time(cand, kSelectionTimed);
+    cand.order = sel.ran.size();
+    sel.ran.push_back(i);
     ran_in_layout[li] = true;
   }
-  if (ran.empty())
-    return no_figure(c, budget, Status::skipped,
-                     "none of the " + std::to_string(cands.size()) +
-                         " algorithms cuBLASLt offered would run (last status " +
-                         gpu::cublas_status_name(refusal) + ")");
+  for (const std::size_t i : sel.ran)
+    sel.tried += (sel.tried.empty() ? "" : ", ") + plan.cands[i].name() + " " +
+                 fixed(plan.cands[i].first_ms, 3);
+  sel.tried += " ms";
+}
 
-  std::string tried;
-  for (const std::size_t i : ran)
-    tried += (tried.empty() ? "" : ", ") + cands[i].name() + " " + fixed(cands[i].first_ms, 3);
-  tried += " ms";
-
-  // Full mode: the finalists again, last-run first, judged on the mean of both timings.
-  std::vector<std::size_t> finalists;
-  if (budget.retime_finalists && ran.size() >= 2) {
-    finalists = ran;
-    std::sort(finalists.begin(), finalists.end(), [&](std::size_t x, std::size_t y) {
-      return cands[x].first_ms < cands[y].first_ms;
-    });
-    finalists.resize(std::min<std::size_t>(finalists.size(), kFinalists));
-    std::sort(finalists.begin(), finalists.end(), [&](std::size_t x, std::size_t y) {
-      return cands[x].order > cands[y].order;
-    });
-    std::string retimed;
-    for (const std::size_t i : finalists) {
-      throw_if_cancelled();
-      run(cands[i]);  // untimed
-      cands[i].second_ms = time_candidate(cands[i]);
-      retimed += (retimed.empty() ? "" : ", ") + cands[i].name() + " " +
-                 fixed(*cands[i].second_ms, 3);
-    }
-    tried += "; re-timed in reverse order: " + retimed + " ms";
+// Full mode: the fastest again, last-run first, each judged on the mean of both timings.
+void retime_finalists(const Budget& budget, CasePlan& plan, CaseRunner& runner, Selection& sel) {
+  if (!budget.retime_finalists || sel.ran.size() < 2) return;
+  std::vector<Candidate>& cands = plan.cands;
+  sel.finalists = sel.ran;
+  std::sort(sel.finalists.begin(), sel.finalists.end(),
+            [&](std::size_t x, std::size_t y) { return cands[x].first_ms < cands[y].first_ms; });
+  sel.finalists.resize(std::min<std::size_t>(sel.finalists.size(), kFinalists));
+  std::sort(sel.finalists.begin(), sel.finalists.end(),
+            [&](std::size_t x, std::size_t y) { return cands[x].order > cands[y].order; });
+  std::string retimed;
+  for (const std::size_t i : sel.finalists) {
+    throw_if_cancelled();
+    runner.run(cands[i]);  // untimed
+    cands[i].second_ms = runner.time(cands[i], kSelectionTimed);
+    retimed += (retimed.empty() ? "" : ", ") + cands[i].name() + " " +
+               fixed(*cands[i].second_ms, 3);
   }
-  if (refused > 0)
-    tried += "; " + std::to_string(refused) + " refused to run (last status " +
-             gpu::cublas_status_name(refusal) + ")";
-  if (not_started > 0)
-    tried += "; " + std::to_string(not_started) + " not started (selection time budget)";
+  sel.tried += "; re-timed in reverse order: " + retimed + " ms";
+}
 
+// Step 2, the whole selection; `ran` is empty when no candidate would run.
+Selection select_algorithm(const GemmCase& c, const Budget& budget, CasePlan& plan,
+                           CaseRunner& runner) {
+  const auto started = std::chrono::steady_clock::now();
+  Selection sel;
+  first_timing(c, budget, plan, runner, sel);
+  if (sel.ran.empty()) return sel;
+  retime_finalists(budget, plan, runner, sel);
+  if (sel.refused > 0)
+    sel.tried += "; " + std::to_string(sel.refused) + " refused to run (last status " +
+                 gpu::cublas_status_name(sel.refusal) + ")";
+  if (sel.not_started > 0)
+    sel.tried += "; " + std::to_string(sel.not_started) + " not started (selection time budget)";
   std::optional<std::size_t> best;
-  for (const std::size_t i : (finalists.empty() ? ran : finalists))
-    if (!best || cands[i].score() < cands[*best].score()) best = i;
-  const Candidate& win = cands[*best];
+  for (const std::size_t i : (sel.finalists.empty() ? sel.ran : sel.finalists))
+    if (!best || plan.cands[i].score() < plan.cands[*best].score()) best = i;
+  sel.best = *best;
+  sel.seconds = ms_since(started) / 1e3;
+  return sel;
+}
+
+// A wrong answer: the failed results, naming the error, the types, layout and algorithm.
+std::vector<Result> wrong_result(const GemmCase& c, const Budget& budget, const Candidate& win,
+                                 const gpu::GemmCheck& check) {
+  const std::string types = gpu::describe_types(win.gemm->types());
+  std::string reason = "wrong result: rel err " + gpu::format_sci(check.rel_err) + " > tol " +
+                       gpu::format_sci(check.tolerance) + " (" + std::to_string(check.samples) +
+                       " sampled outputs";
+  if (check.nonfinite > 0) reason += ", " + std::to_string(check.nonfinite) + " NaN or inf";
+  reason += "; " + types + "; " + std::string(gpu::layout_name(win.gemm->layout())) +
+            "; algorithm " + win.algo.describe() + ")";
+  std::vector<Result> out = no_figure(c, budget, Status::fail, reason);
+  for (Result& r : out)
+    r.param("types", types)
+        .param("layout", gpu::describe_layout(win.gemm->layout()))
+        .param("algorithm", win.algo.describe());
+  return out;
+}
+
+// The params both figures of a case carry: shape, types, the winner and how it was chosen.
+void add_case_params(Result& r, const GemmCase& c, const CasePlan& plan, const Selection& sel,
+                     const CaseRunner& runner, const gpu::GemmCheck& check) {
+  const Candidate& win = plan.cands[sel.best];
   const gpu::GemmLt& gemm = *win.gemm;
-  const gpu::GemmAlgo& algo = win.algo;
-  const double best_ms = win.score();
-  const std::string types = gpu::describe_types(gemm.types());
-  const double selection_s = ms_since(selection_start) / 1e3;
+  const GemmPrecision p = c.precision;
+  r.param("m", static_cast<double>(c.shape.m), "", 0)
+      .param("n", static_cast<double>(c.shape.n), "", 0)
+      .param("k", static_cast<double>(c.shape.k), "", 0)
+      .param("flop_per_gemm", c.shape.flop(), "FLOP", 0)
+      .param("types", gpu::describe_types(gemm.types()))
+      .param("layout", gpu::describe_layout(gemm.layout()))
+      .param("algorithm", win.algo.describe())
+      .param("heuristic_rank", static_cast<double>(win.algo.heuristic_rank), "", 0)
+      .param("workspace_bytes", static_cast<double>(win.algo.workspace_bytes), "B", 0)
+      .param("candidates", std::to_string(sel.ran.size()) + " of " +
+                               std::to_string(plan.cands.size()) + " (" + plan.layouts_text +
+                               ") ran: " + sel.tried)
+      .param("selection",
+             std::to_string(kSelectionWarmup) + " untimed + " + std::to_string(kSelectionTimed) +
+                 " timed GEMMs per candidate" +
+                 (sel.finalists.empty() ? std::string()
+                                        : "; the " + std::to_string(sel.finalists.size()) +
+                                              " fastest re-timed in reverse order, judged on "
+                                              "the mean of both") +
+                 "; " + fixed(sel.seconds, 2) + " s")
+      .param("input_sets", std::to_string(runner.sets()) + " (A+B " +
+                               gib(static_cast<double>(runner.ab_bytes())) + " each)")
+      .param("inputs", p == GemmPrecision::int8 ? "uniform [-128, 127]"
+                                                : "uniform [-1, 1) rounded to the type")
+      .param("validation", check.describe() + ", long-double CPU reference");
+  if (p == GemmPrecision::fp8)
+    r.param("fp8_fast_accum", "off (CUBLASLT_MATMUL_DESC_FAST_ACCUM = 0; scales 1)");
+}
 
-  // Check before timing: D is set to all-ones bytes first (NaN for the float types, -1 for
-  // int32), so an output the GEMM did not write cannot pass.
-  GB_CHECK_CUDA(cudaMemsetAsync(buf.d.data(), 0xFF, d_bytes, s));
-  gemm.run(algo, buf.a[0].data(), buf.b[0].data(), buf.d.data(), workspace.data(),
-           workspace.bytes(), s);
-  const std::vector<std::int64_t> rows = gpu::sample_indices(c.shape.m, kSampleRows, seed ^ 0x5A);
-  const std::vector<std::int64_t> cols = gpu::sample_indices(c.shape.n, kSampleCols, seed ^ 0xA5);
-  const gpu::GemmCheck check = gpu::check_gemm_on_device(gemm, buf.a[0].data(), buf.b[0].data(),
-                                                         buf.d.data(), rows, cols, s);
-  if (!check.ok()) {
-    std::string reason = "wrong result: rel err " + gpu::format_sci(check.rel_err) + " > tol " +
-                         gpu::format_sci(check.tolerance) + " (" + std::to_string(check.samples) +
-                         " sampled outputs";
-    if (check.nonfinite > 0) reason += ", " + std::to_string(check.nonfinite) + " NaN or inf";
-    reason += "; " + types + "; " + std::string(gpu::layout_name(gemm.layout())) +
-              "; algorithm " + algo.describe() + ")";
-    std::vector<Result> out = no_figure(c, budget, Status::fail, reason);
-    for (Result& r : out)
-      r.param("types", types)
-          .param("layout", gpu::describe_layout(gemm.layout()))
-          .param("algorithm", algo.describe());
-    return out;
-  }
-
-  const auto add_common = [&](Result& r) {
-    r.param("m", static_cast<double>(c.shape.m), "", 0)
-        .param("n", static_cast<double>(c.shape.n), "", 0)
-        .param("k", static_cast<double>(c.shape.k), "", 0)
-        .param("flop_per_gemm", c.shape.flop(), "FLOP", 0)
-        .param("types", types)
-        .param("layout", gpu::describe_layout(gemm.layout()))
-        .param("algorithm", algo.describe())
-        .param("heuristic_rank", static_cast<double>(algo.heuristic_rank), "", 0)
-        .param("workspace_bytes", static_cast<double>(algo.workspace_bytes), "B", 0)
-        .param("candidates", std::to_string(ran.size()) + " of " + std::to_string(cands.size()) +
-                                 " (" + layouts_text + ") ran: " + tried)
-        .param("selection",
-               std::to_string(kSelectionWarmup) + " untimed + " +
-                   std::to_string(kSelectionTimed) + " timed GEMMs per candidate" +
-                   (finalists.empty() ? std::string()
-                                      : "; the " + std::to_string(finalists.size()) +
-                                            " fastest re-timed in reverse order, judged on "
-                                            "the mean of both") +
-                   "; " + fixed(selection_s, 2) + " s")
-        .param("input_sets",
-               std::to_string(sets) + " (A+B " + gib(static_cast<double>(ab_bytes)) + " each)")
-        .param("inputs", p == Precision::int8 ? "uniform [-128, 127]"
-                                              : "uniform [-1, 1) rounded to the type")
-        .param("validation", check.describe() + ", long-double CPU reference");
-    if (p == Precision::fp8)
-      r.param("fp8_fast_accum", "off (CUBLASLT_MATMUL_DESC_FAST_ACCUM = 0; scales 1)");
-  };
-  const std::function<void()> run_one = [&] { run(win); };
-  std::vector<Result> out;
-
-  // Burst figure.
+// Step 4: the burst figure.
+Result burst_figure(const ProbeContext& ctx, const GemmCase& c, const Budget& budget,
+                    CaseRunner& runner, const Candidate& win) {
   const double idle_ms = c.headline ? kIdleMsHeadline : kIdleMsOther;
-  const Timed burst = time_burst(ctx, s, idle_ms, budget.burst_gemms, run_one);
-  {
-    Result r = Result::measured(case_key(c), case_label(c), unit,
-                                to_tflops(c.shape, burst.ms_per_gemm), /*higher_is_better=*/true);
-    r.telemetry = burst.telemetry;
-    add_references(ctx, p, burst.telemetry, "the warm-up and timed GEMMs", r);
-    r.param("protocol", "burst: " + fixed(idle_ms, 0) + " ms idle, " +
-                            std::to_string(kBurstWarmup) + " warm-up, " +
-                            std::to_string(budget.burst_gemms) +
-                            " GEMMs each timed with CUDA events (as torch benchmarks do)")
-        .param("time_ms_median", compute_stats(burst.ms_per_gemm).median, "ms", 4)
-        .param("gemms_per_sample", 1.0, "", 0);
-    add_common(r);
-    check_tf32_override(p, r);
-    out.push_back(std::move(r));
-  }
-  const double burst_tflops = out.back().value.value_or(0);
+  const Timed burst = time_burst(ctx, runner.stream(), idle_ms, budget.burst_gemms,
+                                 [&] { runner.run(win); });
+  Result r = Result::measured(case_key(c), case_label(c), std::string(precision_unit(c.precision)),
+                              to_tflops(c.shape, burst.ms_per_gemm), /*higher_is_better=*/true);
+  r.telemetry = burst.telemetry;
+  add_references(ctx, c.precision, burst.telemetry, "the warm-up and timed GEMMs", r);
+  r.param("protocol", "burst: " + fixed(idle_ms, 0) + " ms idle, " +
+                          std::to_string(kBurstWarmup) + " warm-up, " +
+                          std::to_string(budget.burst_gemms) +
+                          " GEMMs each timed with CUDA events (as torch benchmarks do)")
+      .param("time_ms_median", compute_stats(burst.ms_per_gemm).median, "ms", 4)
+      .param("gemms_per_sample", 1.0, "", 0);
+  return r;
+}
 
-  // Sustained figure.
+// Step 5: the sustained figure (skipped when no chunk started after the discarded window).
+Result sustained_figure(const ProbeContext& ctx, const GemmCase& c, CaseRunner& runner,
+                        const Candidate& win, double burst_tflops) {
+  const std::string unit(precision_unit(c.precision));
+  const int chunk_gemms =
+      std::clamp(static_cast<int>(std::lround(kSustainedChunkMs / std::max(win.score(), 1e-3))),
+                 1, kMaxGemmsPerChunk);
+  const Timed sustained =
+      time_sustained(ctx, runner.stream(), chunk_gemms, [&] { runner.run(win); });
+  if (sustained.ms_per_gemm.empty())
+    return Result::skipped(sustained_key(c), sustained_label(c), unit,
+                           "no chunk of GEMMs started after the first " +
+                               fixed(kSustainedDiscardMs / 1e3, 1) + " s");
+  Result r = Result::measured(sustained_key(c), sustained_label(c), unit,
+                              to_tflops(c.shape, sustained.ms_per_gemm),
+                              /*higher_is_better=*/true);
+  r.telemetry = sustained.telemetry;
+  add_references(ctx, c.precision, sustained.telemetry, "the kept window of the sustained load",
+                 r);
+  r.param("protocol",
+          "sustained: " + fixed(kSustainedTotalMs / 1e3, 1) + " s of back-to-back GEMMs in "
+          "chunks of " + std::to_string(chunk_gemms) + " (~" + fixed(kSustainedChunkMs, 0) +
+          " ms) timed with CUDA events; only the chunks after the first " +
+          fixed(kSustainedDiscardMs / 1e3, 1) + " s kept, telemetry over that window")
+      .param("time_ms_median", compute_stats(sustained.ms_per_gemm).median, "ms", 4)
+      .param("gemms_per_sample", static_cast<double>(chunk_gemms), "", 0)
+      .param("burst_tflops", burst_tflops, "TFLOP/s", 1);
+  if (burst_tflops > 0 && r.value)
+    r.param("sustained_vs_burst_pct", 100.0 * *r.value / burst_tflops, "%", 1);
+  return r;
+}
+
+// One case, in the steps of the top of the file: check, plan, buffers, selection, validation,
+// burst and sustained figures.
+std::vector<Result> measure_case(const ProbeContext& ctx, const GemmCase& c, const Budget& budget,
+                                 cublasLtHandle_t handle, const gpu::DeviceBuffer& workspace,
+                                 cudaStream_t s) {
+  const DeviceFacts& dev = ctx.device;
+  if (const auto why = gpu::gemm_unsupported_reason(c.precision, dev.cc_major, dev.cc_minor))
+    return no_figure(c, budget, Status::skipped, *why);
+  CasePlan plan;
+  if (const auto why = plan_case(ctx, c, budget, handle, plan))
+    return no_figure(c, budget, Status::skipped, *why);
+  CaseRunner runner(workspace, s);
+  if (const auto why = runner.prepare(c, plan.first(), dev.l2_bytes))
+    return no_figure(c, budget, Status::skipped, *why);
+  const Selection sel = select_algorithm(c, budget, plan, runner);
+  if (sel.ran.empty())
+    return no_figure(c, budget, Status::skipped,
+                     "none of the " + std::to_string(plan.cands.size()) +
+                         " algorithms cuBLASLt offered would run (last status " +
+                         gpu::cublas_status_name(sel.refusal) + ")");
+  const Candidate& win = plan.cands[sel.best];
+  const gpu::GemmCheck check = runner.check(c, win);
+  if (!check.ok()) return wrong_result(c, budget, win, check);
+
+  std::vector<Result> out;
+  out.push_back(burst_figure(ctx, c, budget, runner, win));
+  const double burst_tflops = out.back().value.value_or(0);
   if (has_sustained(c, budget)) {
     throw_if_cancelled();
-    const int chunk_gemms = std::clamp(
-        static_cast<int>(std::lround(kSustainedChunkMs / std::max(best_ms, 1e-3))), 1,
-        kMaxGemmsPerChunk);
-    const Timed sustained = time_sustained(ctx, s, chunk_gemms, run_one);
-    if (sustained.ms_per_gemm.empty()) {
-      out.push_back(Result::skipped(sustained_key(c), sustained_label(c), unit,
-                                    "no chunk of GEMMs started after the first " +
-                                        fixed(kSustainedDiscardMs / 1e3, 1) + " s"));
-    } else {
-      Result r = Result::measured(sustained_key(c), sustained_label(c), unit,
-                                  to_tflops(c.shape, sustained.ms_per_gemm),
-                                  /*higher_is_better=*/true);
-      r.telemetry = sustained.telemetry;
-      add_references(ctx, p, sustained.telemetry, "the kept window of the sustained load", r);
-      r.param("protocol",
-              "sustained: " + fixed(kSustainedTotalMs / 1e3, 1) + " s of back-to-back GEMMs in "
-              "chunks of " + std::to_string(chunk_gemms) + " (~" + fixed(kSustainedChunkMs, 0) +
-              " ms) timed with CUDA events; only the chunks after the first " +
-              fixed(kSustainedDiscardMs / 1e3, 1) + " s kept, telemetry over that window")
-          .param("time_ms_median", compute_stats(sustained.ms_per_gemm).median, "ms", 4)
-          .param("gemms_per_sample", static_cast<double>(chunk_gemms), "", 0)
-          .param("burst_tflops", burst_tflops, "TFLOP/s", 1);
-      if (burst_tflops > 0 && r.value)
-        r.param("sustained_vs_burst_pct", 100.0 * *r.value / burst_tflops, "%", 1);
-      add_common(r);
-      check_tf32_override(p, r);
-      out.push_back(std::move(r));
-    }
+    out.push_back(sustained_figure(ctx, c, runner, win, burst_tflops));
+  }
+  for (Result& r : out) {
+    if (r.status == Status::skipped) continue;
+    add_case_params(r, c, plan, sel, runner, check);
+    check_tf32_override(c.precision, r);
   }
   return out;
 }
@@ -685,7 +765,6 @@ std::string progress_line(const GemmCase& c, const Result& r) {
 }  // namespace
 
 void probe_gemm(const ProbeContext& ctx, ResultSink& sink) {
-  GB_CHECK_CUDA(cudaSetDevice(ctx.device.index));
   const gpu::CublasLtHandle handle = gpu::CublasLtHandle::create();
   const gpu::Stream stream = gpu::Stream::create();
   const gpu::DeviceBuffer workspace(kWorkspaceBytes);

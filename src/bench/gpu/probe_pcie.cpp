@@ -328,15 +328,8 @@ void skip_all(ResultSink& sink, const std::string& reason, const std::string& ex
   sink.progress("pcie: skipped: " + reason);
 }
 
-}  // namespace
-
-void probe_pcie(const ProbeContext& ctx, ResultSink& sink) {
-  const bool quick = ctx.options.quick;
-  const gpu::Stream stream = gpu::Stream::create();
-  const gpu::Stream stream2 = gpu::Stream::create();  // the D2H half of bidirectional copies
-  const cudaStream_t s = stream.get();
-
-  Buffers b;
+// The transfer buffers, allocated and filled; the reason when they cannot be.
+std::optional<std::string> prepare_buffers(Buffers& b, cudaStream_t s) {
   b.bytes = kHeadlineBytes;
   b.n = b.bytes / 4;
   try {
@@ -349,48 +342,52 @@ void probe_pcie(const ProbeContext& ctx, ResultSink& sink) {
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::runtime) throw;
     (void)cudaGetLastError();  // a failed allocation is not sticky; clear it for later checks
-    skip_all(sink, std::string("could not allocate transfer buffers: ") + e.what());
-    return;
+    return std::string("could not allocate transfer buffers: ") + e.what();
   } catch (const std::bad_alloc&) {
-    skip_all(sink,
-             "could not allocate " + std::to_string(2 * b.bytes) + " bytes of pageable memory");
-    return;
+    return "could not allocate " + std::to_string(2 * b.bytes) + " bytes of pageable memory";
   }
   fill_host_pattern(b.pinned_src.as<std::uint32_t>(), b.n, kSeedH2D);
   fill_host_pattern(b.pageable_src.data(), b.n, kSeedH2D);
   gpu::fill_pattern_u32(b.dev_src.as<std::uint32_t>(), b.n, kSeedD2H, s);
   GB_CHECK_CUDA(cudaStreamSynchronize(s));
+  return std::nullopt;
+}
 
-  // Check before timing: each direction and memory kind once, in full.
+// Check before timing: each direction and memory kind once, in full. False (with the failed
+// result and the rest skipped) when one delivered wrong data.
+bool check_transfers(Buffers& b, cudaStream_t s, ResultSink& sink) {
   for (const bool pinned : {true, false}) {
     for (const Dir d : {Dir::h2d, Dir::d2h}) {
-      if (const std::string err = check_transfer(b, d, pinned, s); !err.empty()) {
-        const std::string key =
-            std::string("probe.pcie.") + dir_key(d) + (pinned ? ".pinned" : ".pageable") + ".gbps";
-        Result r = Result::skipped(
-            key, std::string(dir_label(d)) + (pinned ? ", pinned" : ", pageable"), "GB/s", "");
-        r.status = Status::fail;
-        r.reason = "wrong result, not timed: " + err;
-        sink.progress("pcie: " + key + " WRONG RESULT: " + err);
-        sink.add(std::move(r));
-        skip_all(sink, "not measured: " + key + " delivered wrong data", key);
-        return;
-      }
+      const std::string err = check_transfer(b, d, pinned, s);
+      if (err.empty()) continue;
+      const std::string key =
+          std::string("probe.pcie.") + dir_key(d) + (pinned ? ".pinned" : ".pageable") + ".gbps";
+      Result r = Result::skipped(
+          key, std::string(dir_label(d)) + (pinned ? ", pinned" : ", pageable"), "GB/s", "");
+      r.status = Status::fail;
+      r.reason = "wrong result, not timed: " + err;
+      sink.progress("pcie: " + key + " WRONG RESULT: " + err);
+      sink.add(std::move(r));
+      skip_all(sink, "not measured: " + key + " delivered wrong data", key);
+      return false;
     }
   }
-  throw_if_cancelled();
+  return true;
+}
 
-  const LinkMax link = link_max(ctx);
-  std::vector<sys::NvmlSample> window;
-  std::optional<sys::NvmlSample> replays_before, replays_after;
-  if (ctx.nvml) replays_before = ctx.nvml->sample();
+// Headline: pinned 256 MiB each way, long enough (>= 0.5 s) for NVML to see the link busy.
+gpu::TimingPlan headline_plan(bool quick) {
+  gpu::TimingPlan plan;
+  plan.warmup = 2;
+  plan.repetitions = 20;
+  plan.min_total_ms = quick ? 300 : 500;
+  plan.max_repetitions = 400;
+  return plan;
+}
 
-  // Headline: pinned 256 MiB each way, long enough (>= 0.5 s) for NVML to see the link busy.
-  gpu::TimingPlan headline_plan;
-  headline_plan.warmup = 2;
-  headline_plan.repetitions = 20;
-  headline_plan.min_total_ms = quick ? 300 : 500;
-  headline_plan.max_repetitions = 400;
+void measure_headline(const ProbeContext& ctx, Buffers& b, const LinkMax& link, cudaStream_t s,
+                      std::vector<sys::NvmlSample>& window, ResultSink& sink) {
+  const gpu::TimingPlan plan = headline_plan(ctx.options.quick);
   for (const Dir d : {Dir::h2d, Dir::d2h}) {
     throw_if_cancelled();
     Telemetry telemetry;
@@ -400,7 +397,7 @@ void probe_pcie(const ProbeContext& ctx, ResultSink& sink) {
           copy_batch(b, d, true, b.bytes, 1, s);
           GB_CHECK_CUDA(cudaStreamSynchronize(s));
         },
-        [&] { return time_pinned(b, d, b.bytes, headline_plan, s); });
+        [&] { return time_pinned(b, d, b.bytes, plan, s); });
     const std::string base = std::string("probe.pcie.") + dir_key(d) + ".pinned";
     Result r = pcie_result(base + ".gbps", std::string(dir_label(d)) + ", pinned, 256 MiB",
                            std::move(gbps), b.bytes, 1, "CUDA events, non-blocking stream");
@@ -409,67 +406,72 @@ void probe_pcie(const ProbeContext& ctx, ResultSink& sink) {
     sink.progress("pcie: " + r.label + ": " + fixed(*r.value, 1) + " GB/s");
     sink.add(std::move(r));  // also the sweep's 256 MiB point: one key, not two
   }
+}
 
-  // Bidirectional: H2D on one stream and D2H on another at the same time; both directions
-  // counted. Checked once, from cleared destinations, before it is timed.
-  {
-    throw_if_cancelled();
-    const cudaStream_t s2 = stream2.get();
-    auto bidir_round = [&](cudaStream_t st) {
-      gpu::memcpy_bidirectional(b.dev_dst.data(), b.pinned_src.data(), b.pinned_dst.data(),
-                                b.dev_src.data(), b.bytes, 1, st, s2);
-    };
-    GB_CHECK_CUDA(cudaMemsetAsync(b.dev_dst.data(), 0, b.bytes, s));
-    std::memset(b.pinned_dst.data(), 0, b.bytes);
-    bidir_round(s);
-    GB_CHECK_CUDA(cudaStreamSynchronize(s));
-    std::string err = check_device_pattern(b, kSeedH2D, s);
-    if (err.empty()) err = check_host_pattern(b.pinned_dst.as<std::uint32_t>(), b.n, kSeedD2H);
-    const char* key = "probe.pcie.bidir.pinned.gbps";
-    const std::string label = "Bidirectional (H2D + D2H at once), pinned, 256 MiB each way";
-    if (!err.empty()) {
-      Result r = Result::skipped(key, label, "GB/s", "");
-      r.status = Status::fail;
-      r.reason = "wrong result, not timed: " + err;
-      sink.add(std::move(r));
-    } else {
-      gpu::TimingPlan plan = headline_plan;
-      plan.min_total_ms = quick ? 200 : 300;
-      Telemetry telemetry;
-      const std::vector<double> ms = run_under_load(
-          ctx, window, telemetry,
-          [&] {
-            bidir_round(s);
-            GB_CHECK_CUDA(cudaStreamSynchronize(s));
-          },
-          [&] { return gpu::time_on_stream(s, plan, bidir_round); });
-      std::vector<double> seconds;
-      for (const double t : ms) seconds.push_back(t * 1e-3);
-      Result r = pcie_result(key, label, to_gbps(seconds, 2.0 * static_cast<double>(b.bytes)),
-                             b.bytes, 1, "CUDA events; H2D and D2H on two non-blocking streams",
-                             "both directions: 2 x transfer_bytes per round");
-      add_link_reference(link, r, 2);
-      r.telemetry = telemetry;
-      sink.progress("pcie: " + label + ": " + fixed(*r.value, 1) + " GB/s");
-      sink.add(std::move(r));
-    }
+// Bidirectional: H2D on one stream and D2H on another at the same time; both directions
+// counted. Checked once, from cleared destinations, before it is timed.
+void measure_bidirectional(const ProbeContext& ctx, Buffers& b, const LinkMax& link,
+                           cudaStream_t s, cudaStream_t s2, std::vector<sys::NvmlSample>& window,
+                           ResultSink& sink) {
+  throw_if_cancelled();
+  auto bidir_round = [&](cudaStream_t st) {
+    gpu::memcpy_bidirectional(b.dev_dst.data(), b.pinned_src.data(), b.pinned_dst.data(),
+                              b.dev_src.data(), b.bytes, 1, st, s2);
+  };
+  GB_CHECK_CUDA(cudaMemsetAsync(b.dev_dst.data(), 0, b.bytes, s));
+  std::memset(b.pinned_dst.data(), 0, b.bytes);
+  bidir_round(s);
+  GB_CHECK_CUDA(cudaStreamSynchronize(s));
+  std::string err = check_device_pattern(b, kSeedH2D, s);
+  if (err.empty()) err = check_host_pattern(b.pinned_dst.as<std::uint32_t>(), b.n, kSeedD2H);
+  const char* key = "probe.pcie.bidir.pinned.gbps";
+  const std::string label = "Bidirectional (H2D + D2H at once), pinned, 256 MiB each way";
+  if (!err.empty()) {
+    Result r = Result::skipped(key, label, "GB/s", "");
+    r.status = Status::fail;
+    r.reason = "wrong result, not timed: " + err;
+    sink.add(std::move(r));
+    return;
   }
-  if (ctx.nvml) replays_after = ctx.nvml->sample();
-  link_results(ctx, sink, link, window, replays_before, replays_after);
+  gpu::TimingPlan plan = headline_plan(ctx.options.quick);
+  plan.min_total_ms = ctx.options.quick ? 200 : 300;
+  Telemetry telemetry;
+  const std::vector<double> ms = run_under_load(
+      ctx, window, telemetry,
+      [&] {
+        bidir_round(s);
+        GB_CHECK_CUDA(cudaStreamSynchronize(s));
+      },
+      [&] { return gpu::time_on_stream(s, plan, bidir_round); });
+  std::vector<double> seconds;
+  for (const double t : ms) seconds.push_back(t * 1e-3);
+  Result r = pcie_result(key, label, to_gbps(seconds, 2.0 * static_cast<double>(b.bytes)),
+                         b.bytes, 1, "CUDA events; H2D and D2H on two non-blocking streams",
+                         "both directions: 2 x transfer_bytes per round");
+  add_link_reference(link, r, 2);
+  r.telemetry = telemetry;
+  sink.progress("pcie: " + label + ": " + fixed(*r.value, 1) + " GB/s");
+  sink.add(std::move(r));
+}
 
-  // Pinned size sweep (the headline covered 256 MiB).
-  gpu::TimingPlan sweep_plan;
-  sweep_plan.warmup = 2;
-  sweep_plan.repetitions = quick ? 5 : 10;
-  const auto sweep = quick ? std::vector<SizePoint>(std::begin(kSweepQuick), std::end(kSweepQuick))
-                           : std::vector<SizePoint>(std::begin(kSweepFull), std::end(kSweepFull));
+std::vector<SizePoint> sweep_points(bool quick) {
+  return quick ? std::vector<SizePoint>(std::begin(kSweepQuick), std::end(kSweepQuick))
+               : std::vector<SizePoint>(std::begin(kSweepFull), std::end(kSweepFull));
+}
+
+// Pinned size sweep (the headline covered 256 MiB).
+void measure_pinned_sweep(const ProbeContext& ctx, Buffers& b, const LinkMax& link,
+                          cudaStream_t s, ResultSink& sink) {
+  gpu::TimingPlan plan;
+  plan.warmup = 2;
+  plan.repetitions = ctx.options.quick ? 5 : 10;
   for (const Dir d : {Dir::h2d, Dir::d2h}) {
-    for (const SizePoint& p : sweep) {
+    for (const SizePoint& p : sweep_points(ctx.options.quick)) {
       if (p.bytes == kHeadlineBytes) continue;
       throw_if_cancelled();
       sys::TelemetrySampler sampler(ctx.nvml, std::chrono::milliseconds(10));
       sampler.start();
-      std::vector<double> gbps = time_pinned(b, d, p.bytes, sweep_plan, s);
+      std::vector<double> gbps = time_pinned(b, d, p.bytes, plan, s);
       const Telemetry telemetry = sampler.stop();
       Result r =
           pcie_result(std::string("probe.pcie.") + dir_key(d) + ".pinned." + p.name + ".gbps",
@@ -481,15 +483,18 @@ void probe_pcie(const ProbeContext& ctx, ResultSink& sink) {
       sink.add(std::move(r));
     }
   }
+}
 
-  // Pageable sweep; its 256 MiB point is the pageable headline.
-  const int pageable_reps = quick ? 4 : 8;
+// Pageable sweep; its 256 MiB point is the pageable headline.
+void measure_pageable_sweep(const ProbeContext& ctx, Buffers& b, cudaStream_t s,
+                            ResultSink& sink) {
+  const int reps = ctx.options.quick ? 4 : 8;
   for (const Dir d : {Dir::h2d, Dir::d2h}) {
-    for (const SizePoint& p : sweep) {
+    for (const SizePoint& p : sweep_points(ctx.options.quick)) {
       throw_if_cancelled();
       sys::TelemetrySampler sampler(ctx.nvml, std::chrono::milliseconds(10));
       sampler.start();
-      std::vector<double> gbps = time_pageable(b, d, p.bytes, 1, pageable_reps, s);
+      std::vector<double> gbps = time_pageable(b, d, p.bytes, 1, reps, s);
       const Telemetry telemetry = sampler.stop();
       const std::string base = std::string("probe.pcie.") + dir_key(d) + ".pageable";
       Result r = pcie_result(base + "." + p.name + ".gbps",
@@ -505,6 +510,35 @@ void probe_pcie(const ProbeContext& ctx, ResultSink& sink) {
       sink.add(std::move(r));
     }
   }
+}
+
+}  // namespace
+
+// The section in its phases: buffers, check, headline and bidirectional copies (with NVML
+// watching the link), link state, then the pinned and pageable sweeps.
+void probe_pcie(const ProbeContext& ctx, ResultSink& sink) {
+  const gpu::Stream stream = gpu::Stream::create();
+  const gpu::Stream stream2 = gpu::Stream::create();  // the D2H half of bidirectional copies
+  const cudaStream_t s = stream.get();
+  Buffers b;
+  if (const auto why = prepare_buffers(b, s)) {
+    skip_all(sink, *why);
+    return;
+  }
+  if (!check_transfers(b, s, sink)) return;
+  throw_if_cancelled();
+
+  const LinkMax link = link_max(ctx);
+  std::vector<sys::NvmlSample> window;
+  std::optional<sys::NvmlSample> replays_before, replays_after;
+  if (ctx.nvml) replays_before = ctx.nvml->sample();
+  measure_headline(ctx, b, link, s, window, sink);
+  measure_bidirectional(ctx, b, link, s, stream2.get(), window, sink);
+  if (ctx.nvml) replays_after = ctx.nvml->sample();
+  link_results(ctx, sink, link, window, replays_before, replays_after);
+
+  measure_pinned_sweep(ctx, b, link, s, sink);
+  measure_pageable_sweep(ctx, b, s, sink);
 }
 
 }  // namespace gb::bench

@@ -200,7 +200,7 @@ bool warm_up(const StepFn& step, nn::Trainer& trainer, int warmup, TrainMeasurem
 // between them, host gaps included (a launch-bound step is a slow step). Fed by the pipeline,
 // an event right before each step gives the step's own GPU time too.
 void timed_steps(const StepFn& step, cudaStream_t stream, int steps, bool fed,
-                 const ProbeContext& ctx, TrainMeasurement& m) {
+                 const DeviceContext& ctx, TrainMeasurement& m) {
   std::vector<gpu::Event> events, befores;
   events.reserve(static_cast<std::size_t>(steps) + 1);
   befores.reserve(static_cast<std::size_t>(steps));
@@ -224,6 +224,7 @@ void timed_steps(const StepFn& step, cudaStream_t stream, int steps, bool fed,
   }
   events.back().synchronize();
   m.telemetry = sampler.stop();
+  m.interrupted = cancel_requested();
   for (std::size_t k = 0; k + 1 < events.size(); ++k)
     m.step_ms.push_back(gpu::Event::elapsed_ms(events[k], events[k + 1]));
   for (std::size_t k = 0; k < befores.size() && k + 1 < events.size(); ++k)
@@ -231,8 +232,8 @@ void timed_steps(const StepFn& step, cudaStream_t stream, int steps, bool fed,
 }
 
 nn::TrainerOptions trainer_options(const TrainConfig& c, const TrainBenchOptions& o) {
-  const auto model = nn::parse_model(c.model);
-  const auto precision = nn::parse_precision(c.precision);
+  const auto model = parse_model(c.model);
+  const auto precision = parse_precision(c.precision);
   if (!model || !precision)
     throw Error(ErrorKind::usage,
                 "the training engine does not know " + c.model + " " + c.precision);
@@ -243,14 +244,12 @@ nn::TrainerOptions trainer_options(const TrainConfig& c, const TrainBenchOptions
   to.input = nn::default_input(*model);
   to.seed = o.seed;
   to.cuda_graph = c.cuda_graph;
-  to.device = o.device;
   return to;
 }
 
-void run_config(const TrainConfig& c, const TrainBenchOptions& o, const ProbeContext& ctx,
+void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceContext& ctx,
                 ResultSink& sink, TrainMeasurement& m) {
   const nn::TrainerOptions to = trainer_options(c, o);
-  GB_CHECK_CUDA(cudaSetDevice(o.device));
   std::size_t total = 0;
   const std::optional<std::size_t> used_before = device_used_now(&total);
   nn::Trainer trainer(to);
@@ -296,19 +295,17 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const ProbeCon
 }  // namespace
 
 TrainMeasurement measure_train(const TrainConfig& c, const TrainBenchOptions& o,
-                               const ProbeContext& ctx, ResultSink& sink) {
+                               const DeviceContext& ctx, ResultSink& sink) {
   TrainMeasurement m;
   m.config = c;
   m.warmup = o.warmup;
   m.steps_asked = o.steps;
   try {
     run_config(c, o, ctx, sink, m);
+  } catch (const Cancelled&) {
+    throw;  // Ctrl-C is the suite runner's, not a failed configuration
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::interrupted) {
-      m.interrupted = true;
-    } else {
-      m.error = e.what();
-    }
+    m.error = e.what();
   } catch (const std::exception& e) {
     m.error = std::string("the training engine failed: ") + e.what();
   }

@@ -1,6 +1,7 @@
-// bench/gpu/environment.cpp: device discovery and the environment facts of `gpubase probe`:
-// what the CUDA runtime and NVML say about the card, driver and libraries. Facts that a source
-// does not report are written as "N/A", never guessed.
+// bench/gpu/device_context.cpp: the CUDA half of bench/suite.hpp: counting the devices, opening
+// one for a suite (validated index, DeviceScope, NVML handle, spec-table entry) and the
+// environment facts: what the CUDA runtime and NVML say about the card, driver and libraries.
+// Facts that a source does not report are written as "N/A", never guessed.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -8,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "bench/probe.hpp"
+#include "bench/suite.hpp"
 #include "core/error.hpp"
 #include "gpu/check.hpp"
 
@@ -65,24 +66,33 @@ int cuda_device_count(std::string& reason) {
   return count;
 }
 
-ProbeContext probe_context(const ProbeOptions& options) {
-  ProbeContext ctx;
-  ctx.options = options;
-  ctx.device = query_device(options.device);
-  const sys::Nvml nvml = sys::Nvml::load();
-  if (nvml.available()) {
-    ctx.nvml = nvml.device_by_pci_bus_id(ctx.device.pci_bus_id);
-    if (!ctx.nvml)
-      ctx.nvml_missing_reason = "NVML does not list the device at PCI " + ctx.device.pci_bus_id;
-  } else {
-    ctx.nvml_missing_reason = nvml.unavailable_reason();
-  }
-  ctx.spec = find_gpu_spec(ctx.device.name, ctx.device.memory_bytes / 1e9);
-  return ctx;
+DeviceScope::DeviceScope(int device) {
+  int previous = 0;
+  GB_CHECK_CUDA(cudaGetDevice(&previous));
+  GB_CHECK_CUDA(cudaSetDevice(device));
+  restore_ = previous;
 }
 
+DeviceScope::~DeviceScope() {
+  if (restore_) (void)cudaSetDevice(*restore_);  // nothing to do about a failure here
+}
+
+DeviceScope::DeviceScope(DeviceScope&& other) noexcept : restore_(other.restore_) {
+  other.restore_.reset();
+}
+
+DeviceScope& DeviceScope::operator=(DeviceScope&& other) noexcept {
+  if (this != &other) {
+    if (restore_) (void)cudaSetDevice(*restore_);
+    restore_ = other.restore_;
+    other.restore_.reset();
+  }
+  return *this;
+}
+
+namespace {
+
 DeviceFacts query_device(int index) {
-  GB_CHECK_CUDA(cudaSetDevice(index));
   cudaDeviceProp prop{};
   GB_CHECK_CUDA(cudaGetDeviceProperties(&prop, index));
   DeviceFacts d;
@@ -102,7 +112,28 @@ DeviceFacts query_device(int index) {
   return d;
 }
 
-void probe_environment(const ProbeContext& ctx, ResultSink& sink) {
+}  // namespace
+
+std::optional<DeviceContext> open_device(int index, std::string& no_gpu_reason) {
+  const int count = cuda_device_count(no_gpu_reason);
+  require_device_index(index, count);
+  if (count == 0) return std::nullopt;
+  DeviceContext ctx;
+  ctx.scope = DeviceScope(index);
+  ctx.device = query_device(index);
+  const sys::Nvml nvml = sys::Nvml::load();
+  if (nvml.available()) {
+    ctx.nvml = nvml.device_by_pci_bus_id(ctx.device.pci_bus_id);
+    if (!ctx.nvml)
+      ctx.nvml_missing_reason = "NVML does not list the device at PCI " + ctx.device.pci_bus_id;
+  } else {
+    ctx.nvml_missing_reason = nvml.unavailable_reason();
+  }
+  ctx.spec = find_gpu_spec(ctx.device.name, ctx.device.memory_bytes / 1e9);
+  return ctx;
+}
+
+void add_device_facts(const DeviceContext& ctx, ResultSink& sink) {
   const DeviceFacts& d = ctx.device;
   auto fact = [&](std::string key, std::string label, std::string value) {
     sink.add_fact(Fact::text(std::move(key), std::move(label), std::move(value)));

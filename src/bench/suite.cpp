@@ -1,0 +1,62 @@
+// bench/suite.cpp: the CUDA-free half of bench/suite.hpp: the result sink, and what a build
+// without CUDA answers when a suite asks for its GPU. The CUDA half is
+// bench/gpu/device_context.cpp.
+#include "bench/suite.hpp"
+
+#include <algorithm>
+
+#include "core/device_index.hpp"
+#include "core/error.hpp"
+
+namespace gb::bench {
+
+void ResultSink::declare_sections(std::span<const SectionRule> rules) {
+  rules_.insert(rules_.end(), rules.begin(), rules.end());
+}
+
+void ResultSink::add(Result r) {
+  if (const SectionRule* rule = find_section_rule(rules_, r.key)) {
+    r.section = rule->id;
+    if (std::none_of(sections_.begin(), sections_.end(),
+                     [&](const SectionSpec& s) { return s.id == rule->id; }))
+      sections_.push_back({std::string(rule->id), std::string(rule->title), rule->layout});
+  }
+  results_.push_back(std::move(r));
+}
+void ResultSink::add_fact(Fact f) { facts_.push_back(std::move(f)); }
+
+void ResultSink::end(bool interrupted) {
+  std::vector<EndFn> summaries = std::move(at_end_);
+  at_end_.clear();
+  for (const EndFn& summary : summaries) summary(*this, interrupted);
+}
+
+#ifndef GPUBASE_WITH_CUDA
+namespace {
+constexpr const char* kNoCuda = "this gpubase was built without CUDA (GPUBASE_WITH_CUDA=OFF)";
+}  // namespace
+
+DeviceScope::DeviceScope(int /*device*/) { throw Error(ErrorKind::no_gpu, kNoCuda); }
+DeviceScope::~DeviceScope() = default;
+DeviceScope::DeviceScope(DeviceScope&& other) noexcept : restore_(other.restore_) {
+  other.restore_.reset();
+}
+DeviceScope& DeviceScope::operator=(DeviceScope&& other) noexcept {
+  restore_ = other.restore_;
+  other.restore_.reset();
+  return *this;
+}
+
+int cuda_device_count(std::string& reason) {
+  reason = kNoCuda;
+  return 0;
+}
+
+std::optional<DeviceContext> open_device(int index, std::string& no_gpu_reason) {
+  require_device_index(index, 0);  // a negative index is wrong on every machine
+  no_gpu_reason = kNoCuda;
+  return std::nullopt;
+}
+#endif
+
+}  // namespace gb::bench
