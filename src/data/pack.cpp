@@ -245,8 +245,13 @@ std::unique_ptr<PackedDataset> PackedDataset::open(const fs::path& path,
                        std::to_string(payload_end) + ", the file has " + std::to_string(file_size) +
                        " bytes");
   }
-  if (classes_offset + classes_bytes > payload_offset ||
-      index_offset + index_bytes > payload_offset || classes_offset < kPackHeaderBytes ||
+  // offset + size <= limit without the sum wrapping: a checksum is not authentication, so every
+  // field is range-checked as if hostile (an offset near 2^64 must not wrap to a small number).
+  const auto within = [](std::uint64_t offset, std::uint64_t size, std::uint64_t limit) {
+    return offset <= limit && size <= limit - offset;
+  };
+  if (!within(classes_offset, classes_bytes, payload_offset) ||
+      !within(index_offset, index_bytes, payload_offset) || classes_offset < kPackHeaderBytes ||
       index_offset < kPackHeaderBytes) {
     bad_pack(path, "header sections overlap or lie outside the file");
   }

@@ -219,4 +219,45 @@ TEST(Pack, RejectsAnAlignmentThatIsNotAPowerOfTwo) {
 }
 
 }  // namespace
+// A header whose offsets or sizes are near 2^64, with its checksum recomputed as a hostile file
+// would have it: every such field is refused with a message, never read past the file.
+TEST(Pack, OpenRefusesHostileOffsetsAndSizesWithAValidHeaderChecksum) {
+  test::TempDir dir;
+  make_image_folder(dir / "tree");
+  pack_dataset(*ImageFolderDataset::open(dir / "tree"), dir / "p.gbpack");
+  std::vector<std::uint8_t> good;
+  read_whole_file(dir / "p.gbpack", good);
+  const auto put64 = [](std::vector<std::uint8_t>& b, std::size_t at, std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) b[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+  };
+  const auto reseal = [](std::vector<std::uint8_t>& b) {  // header CRC-32C of bytes [0, 108)
+    const std::uint32_t crc = crc32c({b.data(), 108});
+    for (int i = 0; i < 4; ++i) b[108 + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+  };
+  const std::uint64_t huge = ~std::uint64_t{0} - 15;
+  struct Field {
+    const char* what;
+    std::size_t at;
+    std::uint64_t value;
+  };
+  const Field fields[] = {
+      {"class-names offset", 48, huge},          {"class-names size", 56, huge},
+      {"index offset", 64, huge},                {"index size", 72, huge / 24 * 24},
+      {"sample count", 16, huge / 24},           {"payload offset", 80, huge},
+      {"payload size", 88, huge},
+  };
+  for (const Field& f : fields) {
+    SCOPED_TRACE(f.what);
+    std::vector<std::uint8_t> b = good;
+    put64(b, f.at, f.value);
+    if (f.at == 16) put64(b, 72, f.value * 24);  // a count with a matching index size
+    reseal(b);
+    const auto path = dir / (std::string("hostile-") + std::to_string(f.at) + ".gbpack");
+    test::write_bytes(path, b);
+    const std::string msg = error_of([&] { PackedDataset::open(path); });
+    EXPECT_FALSE(msg.empty()) << "accepted";
+    EXPECT_NE(msg.find(path.filename().string()), std::string::npos) << msg;
+  }
+}
+
 }  // namespace gb::data
