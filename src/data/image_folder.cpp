@@ -1,10 +1,15 @@
 // data/image_folder.cpp: the ImageFolder scan (class directories, SOI check) and writer.
 #include "data/image_folder.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <system_error>
+#include <utility>
 
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "data/mapped_file.hpp"
 
@@ -57,19 +62,49 @@ std::unique_ptr<ImageFolderDataset> ImageFolderDataset::open(const fs::path& roo
   std::sort(classes.begin(), classes.end());
   ds->class_names_ = classes;
 
+  // Each directory is walked once, however many links reach it: a link back up the tree (a
+  // loop) would otherwise be walked forever, and a second link to a class would read its images
+  // again under another label. Identity is the directory's device and inode.
+  // The root and every class directory are claimed first, so a link from inside one class to
+  // the root or to another class is never walked from there.
+  std::set<std::pair<dev_t, ino_t>> walked;
+  const auto first_walk = [&](const fs::path& dir) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return true;  // the walk reports what it cannot list
+    return walked.emplace(st.st_dev, st.st_ino).second;
+  };
+  first_walk(root);
+  std::vector<bool> duplicate_class(classes.size(), false);
+  for (std::size_t label = 0; label < classes.size(); ++label)
+    duplicate_class[label] = !first_walk(root / classes[label]);
   for (std::size_t label = 0; label < classes.size(); ++label) {
     const fs::path class_dir = root / classes[label];
     std::vector<fs::path> files;
+    if (duplicate_class[label]) {
+      ++scan.ignored;
+      scan.note(class_dir.string() +
+                ": the same directory as an earlier class (a link): its images count once");
+      continue;
+    }
     const auto walk_options = fs::directory_options::follow_directory_symlink |
                               fs::directory_options::skip_permission_denied;
     fs::recursive_directory_iterator it(class_dir, walk_options, ec), end;
     for (; !ec && it != end; it.increment(ec)) {
+      throw_if_cancelled();  // a scan of a huge tree ends on Ctrl-C like every long loop
       if (hidden(it->path())) {
         if (it->is_directory(ec)) it.disable_recursion_pending();
         continue;
       }
       std::error_code type_ec;
-      if (it->is_directory(type_ec)) continue;
+      if (it->is_directory(type_ec)) {
+        if (!first_walk(it->path())) {
+          it.disable_recursion_pending();
+          ++scan.ignored;
+          scan.note(it->path().string() + ": a directory already walked (a link loop or a "
+                                          "second link): walked once");
+        }
+        continue;
+      }
       files.push_back(it->path());
     }
     if (ec) {

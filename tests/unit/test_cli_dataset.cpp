@@ -270,6 +270,15 @@ TEST_F(DatasetCommand, RefusesToWriteIntoANonEmptyDirectoryWithoutForce) {
   EXPECT_NE(exp.err.find("is the input itself"), std::string::npos) << exp.err;
 }
 
+TEST_F(DatasetCommand, CtrlCDuringTheScanOfAFolderStopsBeforeWritingAnything) {
+  const fs::path tree = tmp("scan-cut-tree");
+  request_cancel();
+  const CommandResult r =
+      dataset({"export", "--data", set().string(), "--to-folder", tree.string()});
+  EXPECT_EQ(r.code, 130);
+  EXPECT_FALSE(fs::exists(tree));
+}
+
 TEST_F(DatasetCommand, InterruptedPackLeavesNoFile) {
   const fs::path file = tmp("cut.gbpack");
   request_cancel();  // as Ctrl-C does: seen at the first progress report
@@ -280,10 +289,13 @@ TEST_F(DatasetCommand, InterruptedPackLeavesNoFile) {
 }
 
 TEST_F(DatasetCommand, InterruptedExportRemovesTheDirectoryItCreated) {
+  // From a pack: opening it walks no directory, so the Ctrl-C is seen by the export itself (an
+  // ImageFolder input stops already in its scan, before anything is written).
+  const fs::path pack = packed("cut.gbpack");
   const fs::path tree = tmp("cut-tree");
   request_cancel();
   const CommandResult r =
-      dataset({"export", "--data", set().string(), "--to-folder", tree.string()});
+      dataset({"export", "--data", pack.string(), "--to-folder", tree.string()});
   EXPECT_EQ(r.code, 130);
   EXPECT_FALSE(fs::exists(tree));
   EXPECT_NE(r.err.find("removed the partial output"), std::string::npos) << r.err;

@@ -163,5 +163,22 @@ TEST(ImageFolder, WriteThenReadGivesTheSameSamples) {
   }
 }
 
+
+TEST(ImageFolder, ALinkLoopIsWalkedOnceAndTheScanEnds) {
+  test::TempDir dir;
+  make_tree(dir.path());
+  // cat/up -> the root (a loop through every class), dog/again -> dog itself, and a class that
+  // is a link to another class.
+  fs::create_directory_symlink(dir.path(), dir / "cat" / "up");
+  fs::create_directory_symlink(dir / "dog", dir / "dog" / "again");
+  fs::create_directory_symlink(dir / "cat", dir / "lion");
+  const auto ds = ImageFolderDataset::open(dir.path());
+  // The four images once each, with their own labels; nothing read again through a link.
+  ASSERT_EQ(ds->size(), 4u);
+  EXPECT_EQ(ds->path(0), dir / "cat/a.jpg");
+  EXPECT_EQ(ds->path(3), dir / "dog/sub/d.jpg");
+  EXPECT_EQ(ds->label(3), 1);
+  EXPECT_GE(ds->scan_report().ignored, 3u);
+}
 }  // namespace
 }  // namespace gb::data
