@@ -4,6 +4,9 @@
 // refusals to overwrite, Ctrl-C during pack and export, and IDX info on Debian's
 // Fashion-MNIST files.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
 
 #include <cstdio>
 #include <cstdlib>
@@ -173,6 +176,17 @@ TEST_F(DatasetCommand, VerifyFailsNamingTheCorruptSample) {
   EXPECT_EQ(json.code, 1);
   EXPECT_EQ(json.json()["bad_samples"], Json::array({5}));
   EXPECT_EQ(json.json()["ok"], false);
+}
+
+TEST_F(DatasetCommand, VerifyOfAFifoIsAUsageErrorAtOnceNotAHang) {
+  // A named pipe with no writer: opening it for reading would block forever.
+  const fs::path fifo = tmp("pipe.gbpack");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const CommandResult r = dataset({"verify", fifo.string()});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
 }
 
 TEST_F(DatasetCommand, VerifyFailsOnATruncatedPack) {
