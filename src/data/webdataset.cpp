@@ -31,6 +31,11 @@ KeyExt split_key(const std::string& name) {
   return {name.substr(0, dot), ext};
 }
 
+// The class table has one name per label up to the largest: a .cls of 2,000,000,000 in a 10 KB
+// shard must not allocate gigabytes. 2^20 classes is far above any classification set in use
+// (ImageNet-21k has 21,841); a larger label is a bad sample, counted with the reason.
+constexpr std::int32_t kMaxLabel = (1 << 20) - 1;
+
 std::optional<std::int32_t> parse_cls(std::span<const std::uint8_t> bytes) {
   const char* b = reinterpret_cast<const char*>(bytes.data());
   const char* e = b + bytes.size();
@@ -143,6 +148,12 @@ void WebDataset::index_shard(std::uint32_t shard_index, bool strict) {
     if (!label) {
       problem(scan_.unlabeled,
               where + (cls ? ": .cls is not a non-negative integer" : ": no .cls member"));
+      continue;
+    }
+    if (*label > kMaxLabel) {
+      problem(scan_.unlabeled, where + ": .cls " + std::to_string(*label) +
+                                   " is above the largest label gpubase accepts (" +
+                                   std::to_string(kMaxLabel) + ")");
       continue;
     }
     entries_.push_back({shard_index, *label, image->offset, image->size, keys_.size(),

@@ -212,6 +212,21 @@ TEST(WebDataset, CountsNonJpegsAndMissingOrBadLabels) {
   EXPECT_EQ(ds->scan_report().unlabeled, 2u);
 }
 
+TEST(WebDataset, AHugeLabelIsABadSampleNotAHugeClassTable) {
+  // A 10 KB shard whose .cls says 2,000,000,000 (or INT32_MAX): the class table is sized by the
+  // largest label, so such a label is refused and counted instead of allocating gigabytes.
+  test::TempDir dir;
+  write_shard(dir / "s.tar", {{"ok", test::small_jpeg(8, 8, 1), "3"},
+                              {"big", test::small_jpeg(8, 8, 2), "2000000000"},
+                              {"max", test::small_jpeg(8, 8, 3), "2147483647"},
+                              {"over", test::small_jpeg(8, 8, 4), "99999999999"}});
+  const auto ds = WebDataset::open({dir / "s.tar"});
+  EXPECT_EQ(ds->size(), 1u);
+  EXPECT_EQ(ds->class_names().size(), 4u);  // labels 0..3
+  EXPECT_EQ(ds->scan_report().unlabeled, 3u);
+  EXPECT_THROW(WebDataset::open({dir / "s.tar"}, {.strict = true}), Error);
+}
+
 TEST(WebDataset, ATruncatedShardKeepsTheSamplesBeforeTheCut) {
   test::TempDir dir;
   std::vector<ShardSample> samples;
