@@ -21,15 +21,16 @@ bool gzip_supported() {
   return true;
 }
 
-std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed,
-                                 const std::string& name) {
+std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed, const std::string& name,
+                                 std::uint64_t max_bytes, GunzipLimit at_limit) {
   std::vector<std::uint8_t> out;
   // ISIZE (the last 4 bytes, little-endian) is the uncompressed size mod 2^32: a good first
-  // guess that saves regrowing a 47 MB buffer.
+  // guess that saves regrowing a 47 MB buffer, never more than the limit.
   if (compressed.size() >= 18) {
     const std::uint8_t* t = compressed.data() + compressed.size() - 4;
-    out.reserve(std::uint32_t{t[0]} | std::uint32_t{t[1]} << 8 | std::uint32_t{t[2]} << 16 |
-                std::uint32_t{t[3]} << 24);
+    const std::uint64_t isize = std::uint32_t{t[0]} | std::uint32_t{t[1]} << 8 |
+                                std::uint32_t{t[2]} << 16 | std::uint32_t{t[3]} << 24;
+    out.reserve(static_cast<std::size_t>(std::min(isize, max_bytes)));
   }
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
@@ -49,7 +50,17 @@ std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed,
     zs.next_out = chunk;
     zs.avail_out = sizeof(chunk);
     rc = inflate(&zs, Z_NO_FLUSH);
-    out.insert(out.end(), chunk, chunk + (sizeof(chunk) - zs.avail_out));
+    const std::size_t produced = sizeof(chunk) - zs.avail_out;
+    if (out.size() + produced > max_bytes) {
+      inflateEnd(&zs);
+      if (at_limit == GunzipLimit::fail)
+        throw Error(ErrorKind::usage, name + ": the gzip stream holds more than the " +
+                                          std::to_string(max_bytes) +
+                                          " bytes its header describes");
+      out.insert(out.end(), chunk, chunk + (max_bytes - out.size()));
+      return out;
+    }
+    out.insert(out.end(), chunk, chunk + produced);
     if (rc == Z_STREAM_END) {
       // Another gzip member may follow (what `cat a.gz b.gz` makes); gunzip reads them all.
       if (zs.avail_in == 0 && in_pos == compressed.size()) break;
@@ -75,7 +86,8 @@ bool gzip_supported() {
   return false;
 }
 
-std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t>, const std::string& name) {
+std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t>, const std::string& name,
+                                 std::uint64_t, GunzipLimit) {
   throw Error(ErrorKind::usage, name +
                                     ": gzip-compressed, and this build has no zlib "
                                     "(install zlib1g-dev and rebuild, or gunzip the file)");

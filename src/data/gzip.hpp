@@ -12,8 +12,15 @@ namespace gb::data {
 bool is_gzip(std::span<const std::uint8_t> bytes);
 bool gzip_supported();  // false when built without zlib
 
-// Decompresses a whole gzip stream (concatenated members included). Throws gb::Error (usage)
-// naming `name` when the stream is corrupt or truncated, or when built without zlib.
-std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed, const std::string& name);
+// What gunzip does at max_bytes of output: stop there and return them (reading a header), or
+// fail naming the file (the stream holds more than its header describes).
+enum class GunzipLimit { stop, fail };
+
+// Decompresses a gzip stream (concatenated members included), producing at most max_bytes.
+// Throws gb::Error (usage) naming `name` when the stream is corrupt or truncated (short of
+// max_bytes with GunzipLimit::stop, anywhere otherwise), larger than max_bytes with
+// GunzipLimit::fail, or when built without zlib.
+std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed, const std::string& name,
+                                 std::uint64_t max_bytes, GunzipLimit at_limit);
 
 }  // namespace gb::data

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "core/error.hpp"
 #include "data/gzip.hpp"
@@ -53,7 +54,17 @@ std::filesystem::path find_variant(const std::filesystem::path& dir, const std::
 
 }  // namespace
 
-IdxArray parse_idx(std::span<const std::uint8_t> bytes, const std::string& name) {
+namespace {
+
+// The header alone: magic, element type, dimensions and the data size they describe (checked
+// for overflow: 32-bit dimensions multiplied in 64 bits can wrap to a small, plausible size).
+struct IdxHeader {
+  std::vector<std::uint32_t> dims;
+  std::size_t bytes = 0;          // the header's own size
+  std::uint64_t elements = 0;     // data bytes (uint8 elements)
+};
+
+IdxHeader parse_idx_header(std::span<const std::uint8_t> bytes, const std::string& name) {
   if (bytes.size() < 4) {
     fail(name, "truncated IDX header: " + std::to_string(bytes.size()) + " bytes");
   }
@@ -73,12 +84,28 @@ IdxArray parse_idx(std::span<const std::uint8_t> bytes, const std::string& name)
     fail(name, "truncated IDX header: " + std::to_string(ndims) + " dimensions need " +
                    std::to_string(header) + " bytes, file has " + std::to_string(bytes.size()));
   }
-  IdxArray a;
-  std::uint64_t elements = 1;
+  IdxHeader h;
+  h.bytes = header;
+  h.elements = 1;
   for (std::size_t d = 0; d < ndims; ++d) {
-    a.dims.push_back(load_be32(bytes.data() + 4 + 4 * d));
-    elements *= a.dims.back();
+    h.dims.push_back(load_be32(bytes.data() + 4 + 4 * d));
+    const std::uint64_t dim = h.dims.back();
+    if (dim != 0 && h.elements > std::numeric_limits<std::uint64_t>::max() / dim)
+      fail(name, "the header's dimensions " + dims_text(h.dims) +
+                     " describe more than 2^64 bytes");
+    h.elements *= dim;
   }
+  return h;
+}
+
+}  // namespace
+
+IdxArray parse_idx(std::span<const std::uint8_t> bytes, const std::string& name) {
+  const IdxHeader h = parse_idx_header(bytes, name);
+  const std::size_t header = h.bytes;
+  const std::uint64_t elements = h.elements;
+  IdxArray a;
+  a.dims = h.dims;
   const std::uint64_t have = bytes.size() - header;
   if (have < elements) {
     fail(name, "truncated: header says " + dims_text(a.dims) + " = " + std::to_string(elements) +
@@ -105,8 +132,13 @@ IdxDataset::Contents IdxDataset::load(const std::filesystem::path& path) {
   Contents c;
   c.mapped = MappedFile::open(path);
   if (is_gzip(c.mapped.bytes())) {
+    // Inflated no further than the header says: a small .gz must not grow to gigabytes before
+    // its size is checked. The header itself is at most 4 + 4 x 255 bytes.
     c.mapped.advise_sequential();
-    c.inflated = gunzip(c.mapped.bytes(), path.string());
+    const std::vector<std::uint8_t> head = gunzip(c.mapped.bytes(), path.string(), 4 + 4 * 255,
+                                                  GunzipLimit::stop);
+    const IdxHeader h = parse_idx_header(head, path.string());
+    c.inflated = gunzip(c.mapped.bytes(), path.string(), h.bytes + h.elements, GunzipLimit::fail);
     c.mapped = MappedFile();
   }
   return c;

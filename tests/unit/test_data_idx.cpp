@@ -4,6 +4,8 @@
 // Zalando split: Debian's dataset-fashion-mnist 0.0~git20200523).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <numeric>
 
@@ -206,6 +208,31 @@ TEST(IdxDataset, RejectsATruncatedGzipFile) {
   test::write_bytes(dir / "i", idx_bytes(0x08, {10000, 1, 1}, 10000));
   const std::string msg = error_of([&] { IdxDataset::open(dir / "i", dir / "l.gz"); });
   EXPECT_NE(msg.find("l.gz: truncated gzip data"), std::string::npos) << msg;
+}
+
+TEST(IdxParse, RejectsDimensionsWhoseProductWrapsAround) {
+  // 65536^4 = 2^64: multiplied in 64 bits it wraps to 0, a plausible empty array.
+  std::vector<std::uint8_t> b = {0, 0, 0x08, 4};
+  for (int d = 0; d < 4; ++d)
+    for (const std::uint8_t byte : {0x00, 0x01, 0x00, 0x00}) b.push_back(byte);
+  const std::string msg = error_of([&] { parse_idx(b, "wrap"); });
+  EXPECT_NE(msg.find("more than 2^64 bytes"), std::string::npos) << msg;
+}
+
+TEST(IdxDataset, AGzipFileIsInflatedNoFurtherThanItsHeaderSays) {
+  if (!gzip_supported()) GTEST_SKIP() << "built without zlib";
+  // The header says 2 images of 2x2 (8 bytes); the stream holds 4 MB more: the reader stops at
+  // the header's size instead of inflating everything first.
+  test::TempDir dir;
+  std::vector<std::uint8_t> raw = idx_bytes(0x08, {2, 2, 2}, 8);
+  raw.resize(raw.size() + (4u << 20), 0);
+  test::write_bytes(dir / "i", raw);
+  ASSERT_EQ(std::system(("gzip -n -q " + (dir / "i").string()).c_str()), 0);
+  test::write_bytes(dir / "l", idx_bytes(0x08, {2}, 2));
+  const std::string msg = error_of([&] { IdxDataset::open(dir / "i.gz", dir / "l"); });
+  EXPECT_NE(msg.find("i.gz: the gzip stream holds more than the 24 bytes its header describes"),
+            std::string::npos)
+      << msg;
 }
 
 }  // namespace
