@@ -10,17 +10,6 @@ namespace gb::data {
 
 std::string_view to_string(TensorLayout l) { return l == TensorLayout::nchw ? "NCHW" : "NHWC"; }
 
-std::string_view to_string(TensorType t) {
-  switch (t) {
-    case TensorType::f32: return "fp32";
-    case TensorType::f16: return "fp16";
-    case TensorType::bf16: return "bf16";
-  }
-  return "?";
-}
-
-std::size_t element_bytes(TensorType t) { return t == TensorType::f32 ? 4 : 2; }
-
 Normalization imagenet_normalization() {
   Normalization n;
   n.mean = {0.485f * 255, 0.456f * 255, 0.406f * 255, 0};
@@ -46,6 +35,7 @@ void normalize_reference(const std::uint8_t* src, const BatchShape& s, TensorLay
           case TensorType::bf16:
             static_cast<std::uint16_t*>(dst)[out] = float_to_bf16_bits(v);
             break;
+          default: unsupported_element_type(type, "normalize_reference");
         }
       }
 }

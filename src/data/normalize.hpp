@@ -9,14 +9,16 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/vocabulary.hpp"
+
 namespace gb::data {
 
 enum class TensorLayout { nchw, nhwc };
-enum class TensorType { f32, f16, bf16 };
+// The output's element type: f32, f16 or bf16 (core/vocabulary.hpp; gb::to_string spells it,
+// gb::element_bytes sizes it).
+using TensorType = gb::ElementType;
 
 std::string_view to_string(TensorLayout l);
-std::string_view to_string(TensorType t);
-std::size_t element_bytes(TensorType t);
 
 // Per-channel mean and standard deviation in pixel units (0-255).
 struct Normalization {

@@ -16,8 +16,8 @@ cudnnDataType_t cudnn_dtype(DType t) {
     case DType::f32: return CUDNN_DATA_FLOAT;
     case DType::f16: return CUDNN_DATA_HALF;
     case DType::bf16: return CUDNN_DATA_BFLOAT16;
+    default: unsupported_element_type(t, "nn::cudnn_dtype");
   }
-  return CUDNN_DATA_FLOAT;
 }
 
 TensorDesc TensorDesc::create(const Shape& s, DType t, bool nhwc) {

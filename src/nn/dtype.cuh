@@ -30,6 +30,7 @@ void dispatch_dtype(DType t, F&& f) {
     case DType::f32: f(float{}); break;
     case DType::f16: f(__half{}); break;
     case DType::bf16: f(__nv_bfloat16{}); break;
+    default: unsupported_element_type(t, "nn::dispatch_dtype");
   }
 }
 

@@ -25,8 +25,8 @@ cudaDataType_t cuda_type(DType t) {
     case DType::f32: return CUDA_R_32F;
     case DType::f16: return CUDA_R_16F;
     case DType::bf16: return CUDA_R_16BF;
+    default: unsupported_element_type(t, "nn::Linear");
   }
-  return CUDA_R_32F;
 }
 
 class LtDesc : public gpu::UniqueHandle<cublasLtMatmulDesc_t, LtDesc> {

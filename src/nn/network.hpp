@@ -43,7 +43,7 @@ struct Value {
   std::size_t data_offset = 0, grad_offset = 0;  // in the arena
   TensorRef ref() const { return TensorRef{data, shape, dtype, nhwc}; }
   TensorRef grad_ref() const { return TensorRef{grad, shape, dtype, nhwc}; }
-  std::size_t bytes() const { return shape.elements() * dtype_bytes(dtype); }
+  std::size_t bytes() const { return shape.elements() * element_bytes(dtype); }
 };
 
 class ConvEnginePlan;  // conv_engines.hpp

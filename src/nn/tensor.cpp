@@ -10,15 +10,13 @@
 
 namespace gb::nn {
 
-std::size_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
-
 const char* dtype_name(DType t) {
   switch (t) {
     case DType::f32: return "f32";
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
+    default: unsupported_element_type(t, "nn::dtype_name");
   }
-  return "?";
 }
 
 std::string Shape::to_string() const {
@@ -37,6 +35,12 @@ float float_of(std::uint32_t u) {
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
+
+// The engine's element types only.
+void check_engine_dtype(DType t, const char* where) {
+  if (t != DType::f32 && t != DType::f16 && t != DType::bf16) unsupported_element_type(t, where);
+}
+
 }  // namespace
 
 std::uint16_t float_to_half_bits(float f) {
@@ -85,17 +89,18 @@ float round_to(DType t, float v) {
     case DType::f32: return v;
     case DType::f16: return half_bits_to_float(float_to_half_bits(v));
     case DType::bf16: return bf16_bits_to_float(float_to_bf16_bits(v));
+    default: unsupported_element_type(t, "nn::round_to");
   }
-  return v;
 }
 
 std::vector<unsigned char> pack_host(const std::vector<float>& nchw, const Shape& s, bool nhwc,
                                      DType t) {
+  check_engine_dtype(t, "nn::pack_host");
   if (nchw.size() != s.elements()) {
     throw Error(ErrorKind::runtime, "pack_host: " + std::to_string(nchw.size()) +
                                         " values for a tensor of shape " + s.to_string());
   }
-  std::vector<unsigned char> out(s.elements() * dtype_bytes(t));
+  std::vector<unsigned char> out(s.elements() * element_bytes(t));
   std::size_t i = 0;
   for (int n = 0; n < s.n; ++n)
     for (int c = 0; c < s.c; ++c)
@@ -114,6 +119,7 @@ std::vector<unsigned char> pack_host(const std::vector<float>& nchw, const Shape
 }
 
 std::vector<float> unpack_host(const void* bytes, const Shape& s, bool nhwc, DType t) {
+  check_engine_dtype(t, "nn::unpack_host");
   const auto* p = static_cast<const unsigned char*>(bytes);
   std::vector<float> out(s.elements());
   std::size_t i = 0;

@@ -10,10 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "core/vocabulary.hpp"
+
 namespace gb::nn {
 
-enum class DType { f32, f16, bf16 };
-std::size_t dtype_bytes(DType t);
+// The engine's element types: f32, f16 and bf16 of core's ElementType (gb::element_bytes sizes
+// them); every function here that takes a DType throws unsupported_element_type for the others.
+using DType = gb::ElementType;
+// The short spelling in algorithm-cache keys and messages: "f32", "f16", "bf16".
 const char* dtype_name(DType t);
 
 struct Shape {
@@ -33,7 +37,7 @@ struct TensorRef {
   Shape shape;
   DType dtype = DType::f32;
   bool nhwc = false;
-  std::size_t bytes() const { return shape.elements() * dtype_bytes(dtype); }
+  std::size_t bytes() const { return shape.elements() * element_bytes(dtype); }
 };
 
 // Index of element (n, c, h, w) in a buffer of this shape and layout.

@@ -43,8 +43,8 @@ double tolerance(DType t) {
     case DType::f32: return 1e-5;
     case DType::f16: return 1e-2;
     case DType::bf16: return 4e-2;
+    default: unsupported_element_type(t, "tolerance");
   }
-  return 1e-5;
 }
 
 gpu::DeviceBuffer upload(const std::vector<float>& nchw, const Shape& s, bool nhwc, DType t) {
@@ -100,7 +100,7 @@ TEST_P(NnDepthwise, ForwardMatchesReference) {
     const nnref::Tensor want = nnref::conv2d_forward(pb.xs, pb.ws, pb.cp);
     ASSERT_EQ(want.h, pb.y_shape.h);
     ASSERT_EQ(want.w, pb.y_shape.w);
-    gpu::DeviceBuffer y(pb.y_shape.elements() * dtype_bytes(t));
+    gpu::DeviceBuffer y(pb.y_shape.elements() * element_bytes(t));
     depthwise_forward(pb.x_dev.data(), pb.w_dev.data(), y.data(), pb.shape, t, pb.stream.get());
     GB_CHECK_CUDA(cudaStreamSynchronize(pb.stream.get()));
     EXPECT_LE(testing::rel_error(download(y, pb.y_shape, true, t), want.v), tolerance(t));

@@ -107,7 +107,7 @@ TEST(NnTensor, PackAndUnpackRoundTripInEveryLayout) {
   for (bool nhwc : {false, true})
     for (DType t : {DType::f32, DType::f16, DType::bf16}) {
       const std::vector<unsigned char> bytes = pack_host(v, s, nhwc, t);
-      EXPECT_EQ(bytes.size(), s.elements() * dtype_bytes(t));
+      EXPECT_EQ(bytes.size(), s.elements() * element_bytes(t));
       EXPECT_EQ(unpack_host(bytes.data(), s, nhwc, t), v) << nhwc << " " << dtype_name(t);
     }
   // NHWC puts channels innermost: element (n=0, c=1, h=0, w=0) is the second value.

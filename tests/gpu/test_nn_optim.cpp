@@ -57,7 +57,7 @@ TEST(NnLoss, SoftmaxCrossEntropyMatchesReference) {
     const std::size_t want_correct = nnref::count_correct(logits, labels);
 
     const Shape s{c.rows, c.classes, 1, 1};
-    gpu::DeviceBuffer d_logits(s.elements() * dtype_bytes(t)), d_grad(d_logits.bytes());
+    gpu::DeviceBuffer d_logits(s.elements() * element_bytes(t)), d_grad(d_logits.bytes());
     gpu::DeviceBuffer d_labels(labels32.size() * 4), d_scale(4), d_record(sizeof(StepRecord)),
         d_correct(4);
     upload_nchw(TensorRef{d_logits.data(), s, t, false}, logits.v);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/float_bits.hpp"
 #include "data/normalize.hpp"
 
@@ -49,6 +50,14 @@ TEST(Normalize, RejectsMoreThanFourChannels) {
   EXPECT_THROW(normalize_reference(src.data(), BatchShape{1, 1, 1, 5}, TensorLayout::nchw,
                                    TensorType::f32, Normalization{}, dst.data()),
                std::exception);
+}
+
+TEST(Normalize, RejectsAnElementTypeOtherThanFp32Fp16Bf16) {
+  std::vector<std::uint8_t> src(3);
+  std::vector<double> dst(3);
+  EXPECT_THROW(normalize_reference(src.data(), BatchShape{1, 1, 1, 3}, TensorLayout::nchw,
+                                   ElementType::f64, Normalization{}, dst.data()),
+               Error);
 }
 
 }  // namespace
