@@ -31,7 +31,7 @@ TEST(NormalizeKernel, MatchesTheCpuReferenceBitForBit) {
     GB_CHECK_CUDA(cudaMemcpy(d_src.data(), src.data(), src.size(), cudaMemcpyHostToDevice));
     const data::Normalization norm = data::imagenet_normalization();
     for (const auto layout : {data::TensorLayout::nchw, data::TensorLayout::nhwc})
-      for (const auto type : {data::TensorType::f32, data::TensorType::f16, data::TensorType::bf16}) {
+      for (const auto type : {ElementType::f32, ElementType::f16, ElementType::bf16}) {
         const std::size_t bytes = s.elements() * element_bytes(type);
         std::vector<std::uint8_t> want(bytes), got(bytes);
         data::normalize_reference(src.data(), s, layout, type, norm, want.data());
