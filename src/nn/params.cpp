@@ -31,7 +31,7 @@ int ParamStore::find(const std::string& name) const {
 
 std::size_t ParamStore::plan() {
   std::size_t off = 0;
-  const bool split = lp_ != DType::f32;
+  const bool split = lp_ != ElementType::f32;
   if (split) {
     for (ParamInfo& p : infos_)
       if (p.reduced) p.offset = off, off += round_up(p.shape.elements());
@@ -161,7 +161,7 @@ std::vector<float> ParamStore::get_master(int id) const {
 std::vector<float> ParamStore::get_grad(int id) const {
   const ParamInfo& p = info(id);
   const std::size_t n = p.shape.elements();
-  const DType t = compute_dtype(id);
+  const ElementType t = compute_dtype(id);
   std::vector<unsigned char> bytes(n * element_bytes(t));
   GB_CHECK_CUDA(cudaDeviceSynchronize());
   GB_CHECK_CUDA(cudaMemcpy(bytes.data(), grad(id), bytes.size(), cudaMemcpyDeviceToHost));
@@ -171,7 +171,7 @@ std::vector<float> ParamStore::get_grad(int id) const {
 void ParamStore::set_grad(int id, const std::vector<float>& kcrs) {
   const ParamInfo& p = info(id);
   const std::vector<float> stored = to_storage(p, kcrs);
-  const DType t = compute_dtype(id);
+  const ElementType t = compute_dtype(id);
   const std::vector<unsigned char> bytes =
       pack_host(stored, Shape{1, static_cast<int>(stored.size()), 1, 1}, false, t);
   GB_CHECK_CUDA(cudaMemcpy(grad(id), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));

@@ -39,8 +39,10 @@ InputShape default_input(Model m) {
 
 namespace {
 
-DType dtype_for(Precision p) {
-  return p == Precision::fp16 ? DType::f16 : p == Precision::bf16 ? DType::bf16 : DType::f32;
+ElementType dtype_for(Precision p) {
+  return p == Precision::fp16   ? ElementType::f16
+         : p == Precision::bf16 ? ElementType::bf16
+                                : ElementType::f32;
 }
 bool nhwc_for(Precision p) { return p == Precision::fp16 || p == Precision::bf16; }
 

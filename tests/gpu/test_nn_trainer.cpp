@@ -21,7 +21,7 @@ namespace gb::nn {
 namespace {
 
 std::size_t count_parameters(Model m) {
-  Network net(DType::f32, false, 1);
+  Network net(ElementType::f32, false, 1);
   build_model(net, m, default_input(m));
   return net.params().count();
 }
@@ -59,7 +59,7 @@ struct OwnBatch {
   OwnBatch(const Trainer& t, std::uint64_t seed) {
     const TrainerOptions& o = t.options();
     const InputFormat f = t.input_format();
-    const DType dt = f.dtype;
+    const ElementType dt = f.dtype;
     const std::size_t n = static_cast<std::size_t>(o.batch) * o.input.channels *
                           o.input.height * o.input.width;
     images = gpu::DeviceBuffer(n * element_bytes(dt));
