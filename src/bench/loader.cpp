@@ -166,7 +166,7 @@ pipeline::PipelineOptions pipeline_options(const LoaderBenchOptions& o, pipeline
   p.batch = o.batch_size;
   p.image_size = o.image_size;
   p.layout = data::TensorLayout::nchw;
-  p.dtype = data::TensorType::bf16;
+  p.dtype = ElementType::bf16;
   p.decode = decode;
   p.workers = workers;
   p.prefetch = o.prefetch_depth;

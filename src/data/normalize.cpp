@@ -10,17 +10,6 @@ namespace gb::data {
 
 std::string_view to_string(TensorLayout l) { return l == TensorLayout::nchw ? "NCHW" : "NHWC"; }
 
-std::string_view to_string(TensorType t) {
-  switch (t) {
-    case TensorType::f32: return "fp32";
-    case TensorType::f16: return "fp16";
-    case TensorType::bf16: return "bf16";
-  }
-  return "?";
-}
-
-std::size_t element_bytes(TensorType t) { return t == TensorType::f32 ? 4 : 2; }
-
 Normalization imagenet_normalization() {
   Normalization n;
   n.mean = {0.485f * 255, 0.456f * 255, 0.406f * 255, 0};
@@ -29,7 +18,7 @@ Normalization imagenet_normalization() {
 }
 
 void normalize_reference(const std::uint8_t* src, const BatchShape& s, TensorLayout layout,
-                         TensorType type, const Normalization& norm, void* dst) {
+                         ElementType type, const Normalization& norm, void* dst) {
   if (s.c < 1 || s.c > 4) throw Error(ErrorKind::usage, "normalize: 1 to 4 channels");
   const std::size_t plane = std::size_t(s.h) * std::size_t(s.w);
   for (int n = 0; n < s.n; ++n)
@@ -41,11 +30,12 @@ void normalize_reference(const std::uint8_t* src, const BatchShape& s, TensorLay
                                     : (std::size_t(n) * std::size_t(s.c) + std::size_t(c)) * plane + p;
         const float v = normalized(src[in], norm, c);
         switch (type) {
-          case TensorType::f32: static_cast<float*>(dst)[out] = v; break;
-          case TensorType::f16: static_cast<std::uint16_t*>(dst)[out] = float_to_half_bits(v); break;
-          case TensorType::bf16:
+          case ElementType::f32: static_cast<float*>(dst)[out] = v; break;
+          case ElementType::f16: static_cast<std::uint16_t*>(dst)[out] = float_to_half_bits(v); break;
+          case ElementType::bf16:
             static_cast<std::uint16_t*>(dst)[out] = float_to_bf16_bits(v);
             break;
+          default: unsupported_element_type(type, "normalize_reference");
         }
       }
 }

@@ -9,14 +9,12 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/vocabulary.hpp"
+
 namespace gb::data {
 
 enum class TensorLayout { nchw, nhwc };
-enum class TensorType { f32, f16, bf16 };
-
 std::string_view to_string(TensorLayout l);
-std::string_view to_string(TensorType t);
-std::size_t element_bytes(TensorType t);
 
 // Per-channel mean and standard deviation in pixel units (0-255).
 struct Normalization {
@@ -37,8 +35,9 @@ inline float normalized(std::uint8_t x, const Normalization& norm, int channel) 
   return (static_cast<float>(x) - norm.mean[channel]) * (1.0f / norm.stddev[channel]);
 }
 
-// src: n x h x w x c uint8; dst: n x c x h x w (nchw) or n x h x w x c (nhwc) elements of type t.
+// src: n x h x w x c uint8; dst: n x c x h x w (nchw) or n x h x w x c (nhwc) elements of type
+// `type`: f32, f16 or bf16 (core/vocabulary.hpp; others throw unsupported_element_type).
 void normalize_reference(const std::uint8_t* src, const BatchShape& shape, TensorLayout layout,
-                         TensorType type, const Normalization& norm, void* dst);
+                         ElementType type, const Normalization& norm, void* dst);
 
 }  // namespace gb::data

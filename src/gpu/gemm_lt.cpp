@@ -121,7 +121,7 @@ const char* compute_type_name(cublasComputeType_t c) {
 }
 
 std::string describe_types(const GemmTypes& t) {
-  return "A/B " + std::string(element_name(t.ab)) + ", C/D " + std::string(element_name(t.cd)) +
+  return "A/B " + std::string(to_string(t.ab)) + ", C/D " + std::string(to_string(t.cd)) +
          ", " + compute_type_name(t.compute);
 }
 

@@ -12,32 +12,6 @@
 
 namespace gb::gpu {
 
-std::size_t element_bytes(ElementType t) {
-  switch (t) {
-    case ElementType::f64: return 8;
-    case ElementType::f32: return 4;
-    case ElementType::f16: return 2;
-    case ElementType::bf16: return 2;
-    case ElementType::e4m3: return 1;
-    case ElementType::i8: return 1;
-    case ElementType::i32: return 4;
-  }
-  return 0;
-}
-
-std::string_view element_name(ElementType t) {
-  switch (t) {
-    case ElementType::f64: return "fp64";
-    case ElementType::f32: return "fp32";
-    case ElementType::f16: return "fp16";
-    case ElementType::bf16: return "bf16";
-    case ElementType::e4m3: return "fp8e4m3";
-    case ElementType::i8: return "int8";
-    case ElementType::i32: return "int32";
-  }
-  return "unknown";
-}
-
 std::vector<double> decode_elements(ElementType t, const void* data, std::size_t count) {
   std::vector<double> out(count);
   const auto* bytes = static_cast<const unsigned char*>(data);

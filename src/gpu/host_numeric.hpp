@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/float_bits.hpp"
+#include "core/vocabulary.hpp"
 
 #include "core/gpu_specs.hpp"
 
@@ -29,11 +30,10 @@
 
 namespace gb::gpu {
 
-// How one element is stored in device memory.
-enum class ElementType { f64, f32, f16, bf16, e4m3, i8, i32 };
-
-std::size_t element_bytes(ElementType t);
-std::string_view element_name(ElementType t);  // "fp64", "fp32", "fp16", "bf16", "fp8e4m3", ...
+// How one element is stored in device memory: core/vocabulary.hpp's ElementType (to_string
+// spells it "fp64", "fp32", "fp16", "bf16", "fp8e4m3", ...).
+using gb::ElementType;
+using gb::element_bytes;
 
 // Bit-level converters (half, bfloat16, FP8 E4M3 <-> float): core/float_bits.hpp.
 using gb::bf16_bits_to_float;

@@ -1,8 +1,8 @@
 // gpu/normalize.hpp: the loader's last step on the device: a batch of uint8 HWC images (just
 // copied from a pinned slot) into the model's input tensor, (x - mean) / std per channel, NCHW or
 // NHWC, fp32 / fp16 / bf16, in one kernel. data/normalize.hpp defines the result on the CPU; the
-// GPU test checks the kernel against it bit for bit (the types are kept apart so gpu/ does not
-// depend on data/).
+// GPU test checks the kernel against it bit for bit (both take core's ElementType, so gpu/ does
+// not depend on data/).
 // Napkin math: a 256 x 224 x 224 x 3 batch reads 38.5 MB and writes 154 MB (fp32): ~0.05 ms at
 // HBM speed, noise next to a training step.
 #pragma once

@@ -49,7 +49,7 @@ class BatchNorm final : public Layer {
     const int c = x->shape.c;
     xd_ = TensorDesc::create(x->shape, x->dtype, x->nhwc);
     pd_ = TensorDesc::per_channel(c);
-    mode_ = (x->nhwc && x->dtype != DType::f32) ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT
+    mode_ = (x->nhwc && x->dtype != ElementType::f32) ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT
                                                 : CUDNN_BATCHNORM_SPATIAL;
     stats_ = gpu::DeviceBuffer(4 * static_cast<std::size_t>(c) * sizeof(float));
     ctx.extra_bytes += stats_.bytes();
@@ -63,7 +63,7 @@ class BatchNorm final : public Layer {
     }
     std::size_t ws = 0;
     // The fused residual add writes dz (it cannot add into it): only for the first writer.
-    fused_ = ctx.allow_bn_fusion && x->nhwc && x->dtype != DType::f32 &&
+    fused_ = ctx.allow_bn_fusion && x->nhwc && x->dtype != ElementType::f32 &&
              !(act_ == Act::relu && residual_ && accumulate[1]);
     if (fused_) fused_ = try_fusion(ctx, &ws);
     return fused_ ? ws : 0;

@@ -211,7 +211,7 @@ class Conv final : public Layer {
     const Value* y = output;
     ParamStore& ps = *ctx.params;
     const ParamInfo& wi = ps.info(w_);
-    const DType wt = ps.compute_dtype(w_);
+    const ElementType wt = ps.compute_dtype(w_);
     xd_ = TensorDesc::create(x->shape, x->dtype, x->nhwc);
     yd_ = TensorDesc::create(y->shape, y->dtype, y->nhwc);
     wd_ = FilterDesc::create(wi.shape.n, wi.shape.c, wi.shape.h, wi.shape.w, wt, wi.krsc);

@@ -57,7 +57,7 @@ constexpr std::int64_t kMaxListed = 64;
 
 // Dimensions in NCHW order; strides of NCHW (KCRS) or NHWC (KRSC) memory, as the legacy
 // cudnnSetTensor4dDescriptor / cudnnSetFilter4dDescriptor formats describe them.
-BackendDesc make_tensor(std::int64_t uid, DType type, const Shape& s, bool channels_last) {
+BackendDesc make_tensor(std::int64_t uid, ElementType type, const Shape& s, bool channels_last) {
   const std::int64_t n = s.n, c = s.c, h = s.h, w = s.w;
   const std::array<std::int64_t, 4> dims{n, c, h, w};
   const std::array<std::int64_t, 4> strides =

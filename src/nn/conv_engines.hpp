@@ -29,7 +29,7 @@ struct ConvProblem {
   Shape x;  // input N x C x H x W
   Shape w;  // filter K x C/groups x R x S
   Shape y;  // output N x K x P x Q
-  DType x_type = DType::f32, w_type = DType::f32, y_type = DType::f32;
+  ElementType x_type = ElementType::f32, w_type = ElementType::f32, y_type = ElementType::f32;
   bool x_nhwc = false, y_nhwc = false;
   bool w_krsc = false;  // filter stored KRSC (the NHWC engine) instead of KCRS
   int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;

@@ -11,16 +11,16 @@ CudnnHandle CudnnHandle::create() {
   return CudnnHandle(h);
 }
 
-cudnnDataType_t cudnn_dtype(DType t) {
+cudnnDataType_t cudnn_dtype(ElementType t) {
   switch (t) {
-    case DType::f32: return CUDNN_DATA_FLOAT;
-    case DType::f16: return CUDNN_DATA_HALF;
-    case DType::bf16: return CUDNN_DATA_BFLOAT16;
+    case ElementType::f32: return CUDNN_DATA_FLOAT;
+    case ElementType::f16: return CUDNN_DATA_HALF;
+    case ElementType::bf16: return CUDNN_DATA_BFLOAT16;
+    default: unsupported_element_type(t, "nn::cudnn_dtype");
   }
-  return CUDNN_DATA_FLOAT;
 }
 
-TensorDesc TensorDesc::create(const Shape& s, DType t, bool nhwc) {
+TensorDesc TensorDesc::create(const Shape& s, ElementType t, bool nhwc) {
   cudnnTensorDescriptor_t d{};
   GB_CHECK_CUDNN(cudnnCreateTensorDescriptor(&d));
   TensorDesc owner(d);
@@ -30,10 +30,10 @@ TensorDesc TensorDesc::create(const Shape& s, DType t, bool nhwc) {
 }
 
 TensorDesc TensorDesc::per_channel(int channels) {
-  return create(Shape{1, channels, 1, 1}, DType::f32, false);
+  return create(Shape{1, channels, 1, 1}, ElementType::f32, false);
 }
 
-FilterDesc FilterDesc::create(int k, int c_per_group, int r, int s, DType t, bool nhwc) {
+FilterDesc FilterDesc::create(int k, int c_per_group, int r, int s, ElementType t, bool nhwc) {
   cudnnFilterDescriptor_t d{};
   GB_CHECK_CUDNN(cudnnCreateFilterDescriptor(&d));
   FilterDesc owner(d);

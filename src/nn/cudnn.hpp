@@ -30,6 +30,6 @@ class CudnnHandle : public gpu::UniqueHandle<cudnnHandle_t, CudnnHandle> {
   using UniqueHandle::UniqueHandle;
 };
 
-cudnnDataType_t cudnn_dtype(DType t);
+cudnnDataType_t cudnn_dtype(ElementType t);
 
 }  // namespace gb::nn

@@ -12,7 +12,7 @@ namespace gb::nn {
 
 class TensorDesc : public gpu::UniqueHandle<cudnnTensorDescriptor_t, TensorDesc> {
  public:
-  static TensorDesc create(const Shape& s, DType t, bool nhwc);
+  static TensorDesc create(const Shape& s, ElementType t, bool nhwc);
   // The 1xCx1x1 FP32 descriptor of batch-norm scale, bias, mean and variance.
   static TensorDesc per_channel(int channels);
   static void destroy(cudnnTensorDescriptor_t d) noexcept {
@@ -24,7 +24,7 @@ class TensorDesc : public gpu::UniqueHandle<cudnnTensorDescriptor_t, TensorDesc>
 class FilterDesc : public gpu::UniqueHandle<cudnnFilterDescriptor_t, FilterDesc> {
  public:
   // K x C/groups x R x S, stored KCRS (nhwc = false) or KRSC (nhwc = true).
-  static FilterDesc create(int k, int c_per_group, int r, int s, DType t, bool nhwc);
+  static FilterDesc create(int k, int c_per_group, int r, int s, ElementType t, bool nhwc);
   static void destroy(cudnnFilterDescriptor_t d) noexcept {
     GB_CHECK_CUDNN_NOTHROW(cudnnDestroyFilterDescriptor(d));
   }

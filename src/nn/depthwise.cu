@@ -367,8 +367,8 @@ bool depthwise_supported(int in_channels, int out_channels, int groups, int kern
          pad_h == 1 && pad_w == 1 && dil_h == 1 && dil_w == 1;
 }
 
-void depthwise_forward(const void* x, const void* w, void* y, const DepthwiseShape& s, DType t,
-                       cudaStream_t stream) {
+void depthwise_forward(const void* x, const void* w, void* y, const DepthwiseShape& s,
+                       ElementType t, cudaStream_t stream) {
   check_shape(s);
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
@@ -386,7 +386,7 @@ void depthwise_forward(const void* x, const void* w, void* y, const DepthwiseSha
 }
 
 void depthwise_backward_data(const void* dy, const void* w, void* dx, bool accumulate,
-                             const DepthwiseShape& s, DType t, cudaStream_t stream) {
+                             const DepthwiseShape& s, ElementType t, cudaStream_t stream) {
   check_shape(s);
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
@@ -417,7 +417,7 @@ std::size_t depthwise_backward_filter_workspace(const DepthwiseShape& s) {
 }
 
 void depthwise_backward_filter(const void* x, const void* dy, void* dw, void* workspace,
-                               std::size_t workspace_bytes, const DepthwiseShape& s, DType t,
+                               std::size_t workspace_bytes, const DepthwiseShape& s, ElementType t,
                                cudaStream_t stream) {
   check_shape(s);
   if (workspace_bytes < depthwise_backward_filter_workspace(s) || !aligned16(workspace)) {

@@ -28,12 +28,12 @@ bool depthwise_supported(int in_channels, int out_channels, int groups, int kern
                          int dil_h, int dil_w, bool nhwc);
 
 // y = conv(x, w); y is overwritten.
-void depthwise_forward(const void* x, const void* w, void* y, const DepthwiseShape& s, DType t,
-                       cudaStream_t stream);
+void depthwise_forward(const void* x, const void* w, void* y, const DepthwiseShape& s,
+                       ElementType t, cudaStream_t stream);
 
 // dx = conv_transpose(dy, w), or dx += that when accumulate (cuDNN's beta = 1).
 void depthwise_backward_data(const void* dy, const void* w, void* dx, bool accumulate,
-                             const DepthwiseShape& s, DType t, cudaStream_t stream);
+                             const DepthwiseShape& s, ElementType t, cudaStream_t stream);
 
 // FP32 scratch bytes depthwise_backward_filter needs for this shape (per-block partial sums).
 std::size_t depthwise_backward_filter_workspace(const DepthwiseShape& s);
@@ -41,7 +41,7 @@ std::size_t depthwise_backward_filter_workspace(const DepthwiseShape& s);
 // dw[c][k] = sum over n, p, q of dy * x (FP32), written (not accumulated) in type t.
 // workspace: at least depthwise_backward_filter_workspace(s) bytes, 16-byte aligned.
 void depthwise_backward_filter(const void* x, const void* dy, void* dw, void* workspace,
-                               std::size_t workspace_bytes, const DepthwiseShape& s, DType t,
+                               std::size_t workspace_bytes, const DepthwiseShape& s, ElementType t,
                                cudaStream_t stream);
 
 }  // namespace gb::nn

@@ -1,5 +1,5 @@
 // nn/dtype.cuh: device helpers shared by the engine's kernels: FP32 <-> storage-type
-// conversions and dispatch of a templated launcher on a DType.
+// conversions and dispatch of a templated launcher on an ElementType (f32, f16, bf16).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -25,11 +25,12 @@ __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
 
 // Calls f(T{}) with T the storage type of t.
 template <typename F>
-void dispatch_dtype(DType t, F&& f) {
+void dispatch_dtype(ElementType t, F&& f) {
   switch (t) {
-    case DType::f32: f(float{}); break;
-    case DType::f16: f(__half{}); break;
-    case DType::bf16: f(__nv_bfloat16{}); break;
+    case ElementType::f32: f(float{}); break;
+    case ElementType::f16: f(__half{}); break;
+    case ElementType::bf16: f(__nv_bfloat16{}); break;
+    default: unsupported_element_type(t, "nn::dispatch_dtype");
   }
 }
 

@@ -165,7 +165,7 @@ __global__ void fill_labels_kernel(std::int32_t* dst, std::size_t n, int classes
 
 }  // namespace
 
-void act_forward(const void* x, const void* z, void* y, std::size_t n, DType t, Act act,
+void act_forward(const void* x, const void* z, void* y, std::size_t n, ElementType t, Act act,
                  cudaStream_t stream) {
   if (n == 0) return;
   dispatch_dtype(t, [&](auto tag) {
@@ -186,7 +186,7 @@ void act_forward(const void* x, const void* z, void* y, std::size_t n, DType t, 
 }
 
 void act_backward(const void* y, const void* dy, void* dx, bool dx_accumulate, void* dz,
-                  bool dz_accumulate, std::size_t n, DType t, Act act, cudaStream_t stream) {
+                  bool dz_accumulate, std::size_t n, ElementType t, Act act, cudaStream_t stream) {
   if (n == 0) return;
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
@@ -208,7 +208,7 @@ void act_backward(const void* y, const void* dy, void* dx, bool dx_accumulate, v
   GB_CHECK_LAUNCH();
 }
 
-void global_avgpool_forward(const void* x, void* y, const Shape& s, bool nhwc, DType t,
+void global_avgpool_forward(const void* x, void* y, const Shape& s, bool nhwc, ElementType t,
                             cudaStream_t stream) {
   const int hw = s.h * s.w;
   const int planes = s.n * s.c;
@@ -226,7 +226,7 @@ void global_avgpool_forward(const void* x, void* y, const Shape& s, bool nhwc, D
 }
 
 void global_avgpool_backward(const void* dy, void* dx, bool accumulate, const Shape& s, bool nhwc,
-                             DType t, cudaStream_t stream) {
+                             ElementType t, cudaStream_t stream) {
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     gap_backward_kernel<T><<<grid_for(s.elements(), kBlock), kBlock, 0, stream>>>(
@@ -236,7 +236,7 @@ void global_avgpool_backward(const void* dy, void* dx, bool accumulate, const Sh
   GB_CHECK_LAUNCH();
 }
 
-void cast_from_f32(const float* src, void* dst, std::size_t n, DType t, cudaStream_t stream) {
+void cast_from_f32(const float* src, void* dst, std::size_t n, ElementType t, cudaStream_t stream) {
   if (n == 0) return;
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
@@ -245,7 +245,8 @@ void cast_from_f32(const float* src, void* dst, std::size_t n, DType t, cudaStre
   GB_CHECK_LAUNCH();
 }
 
-void bias_grad(const void* dy, void* dbias, int rows, int cols, DType t, cudaStream_t stream) {
+void bias_grad(const void* dy, void* dbias, int rows, int cols, ElementType t,
+               cudaStream_t stream) {
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     bias_grad_kernel<T><<<grid_for(static_cast<std::size_t>(cols), kBlock), kBlock, 0, stream>>>(
@@ -254,7 +255,7 @@ void bias_grad(const void* dy, void* dbias, int rows, int cols, DType t, cudaStr
   GB_CHECK_LAUNCH();
 }
 
-void fill_normal(void* dst, std::size_t n, DType t, std::uint64_t seed, cudaStream_t stream) {
+void fill_normal(void* dst, std::size_t n, ElementType t, std::uint64_t seed, cudaStream_t stream) {
   if (n == 0) return;
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);

@@ -20,13 +20,13 @@ namespace {
 
 constexpr std::size_t kMaxLtWorkspace = 32u << 20;
 
-cudaDataType_t cuda_type(DType t) {
+cudaDataType_t cuda_type(ElementType t) {
   switch (t) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::f16: return CUDA_R_16F;
-    case DType::bf16: return CUDA_R_16BF;
+    case ElementType::f32: return CUDA_R_32F;
+    case ElementType::f16: return CUDA_R_16F;
+    case ElementType::bf16: return CUDA_R_16BF;
+    default: unsupported_element_type(t, "nn::Linear");
   }
-  return CUDA_R_32F;
 }
 
 class LtDesc : public gpu::UniqueHandle<cublasLtMatmulDesc_t, LtDesc> {
@@ -175,7 +175,7 @@ class Linear final : public Layer {
  private:
   int w_, b_;
   int n_ = 0, in_ = 0, out_ = 0;
-  DType dtype_ = DType::f32;
+  ElementType dtype_ = ElementType::f32;
   bool fused_bias_grad_ = false;
   LtGemm fwd_, bwd_data_, bwd_weight_;
 };

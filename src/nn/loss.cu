@@ -79,8 +79,8 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void softmax_cross_entropy(const void* logits, const std::int32_t* labels, void* dlogits,
-                           int rows, int classes, DType t, const float* scale, StepRecord* record,
+void softmax_cross_entropy(const void* logits, const std::int32_t* labels, void* dlogits, int rows,
+                           int classes, ElementType t, const float* scale, StepRecord* record,
                            cudaStream_t stream) {
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
@@ -92,7 +92,7 @@ void softmax_cross_entropy(const void* logits, const std::int32_t* labels, void*
 }
 
 void count_correct(const void* logits, const std::int32_t* labels, int rows, int classes,
-                   DType t, std::uint32_t* correct, cudaStream_t stream) {
+                   ElementType t, std::uint32_t* correct, cudaStream_t stream) {
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     correct_kernel<T><<<1, kThreads, 0, stream>>>(static_cast<const T*>(logits), labels, rows,

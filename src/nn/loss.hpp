@@ -17,12 +17,12 @@ namespace gb::nn {
 
 // logits / dlogits: row-major [rows, classes] of type t. scale may be null (1). Writes
 // record->loss and record->scale.
-void softmax_cross_entropy(const void* logits, const std::int32_t* labels, void* dlogits,
-                           int rows, int classes, DType t, const float* scale, StepRecord* record,
+void softmax_cross_entropy(const void* logits, const std::int32_t* labels, void* dlogits, int rows,
+                           int classes, ElementType t, const float* scale, StepRecord* record,
                            cudaStream_t stream);
 
 // *correct = number of rows i < rows whose first arg-max equals labels[i].
 void count_correct(const void* logits, const std::int32_t* labels, int rows, int classes,
-                   DType t, std::uint32_t* correct, cudaStream_t stream);
+                   ElementType t, std::uint32_t* correct, cudaStream_t stream);
 
 }  // namespace gb::nn

@@ -25,7 +25,7 @@ void require(bool ok, const std::string& what) {
 
 }  // namespace
 
-Network::Network(DType dtype, bool nhwc, int batch)
+Network::Network(ElementType dtype, bool nhwc, int batch)
     : dtype_(dtype), nhwc_(nhwc), batch_(batch), params_(dtype) {
   require(batch >= 1, "batch must be at least 1, got " + std::to_string(batch));
 }

@@ -35,7 +35,7 @@ namespace gb::nn {
 struct Value {
   std::string name;
   Shape shape;
-  DType dtype = DType::f32;
+  ElementType dtype = ElementType::f32;
   bool nhwc = false;
   bool needs_grad = true;
   void* data = nullptr;
@@ -43,7 +43,7 @@ struct Value {
   std::size_t data_offset = 0, grad_offset = 0;  // in the arena
   TensorRef ref() const { return TensorRef{data, shape, dtype, nhwc}; }
   TensorRef grad_ref() const { return TensorRef{grad, shape, dtype, nhwc}; }
-  std::size_t bytes() const { return shape.elements() * dtype_bytes(dtype); }
+  std::size_t bytes() const { return shape.elements() * element_bytes(dtype); }
 };
 
 class ConvEnginePlan;  // conv_engines.hpp
@@ -111,7 +111,7 @@ struct PoolSpec {
 
 class Network {
  public:
-  Network(DType dtype, bool nhwc, int batch);
+  Network(ElementType dtype, bool nhwc, int batch);
   ~Network();
   Network(const Network&) = delete;
   Network& operator=(const Network&) = delete;
@@ -147,7 +147,7 @@ class Network {
   bool profiling() const;
 
   int batch() const { return batch_; }
-  DType dtype() const { return dtype_; }
+  ElementType dtype() const { return dtype_; }
   bool nhwc() const { return nhwc_; }
   Value* input_value() const { return input_; }
   Value* output() const { return output_; }
@@ -161,7 +161,7 @@ class Network {
   Value* new_value(std::string name, Shape shape);
   Layer* push(std::unique_ptr<Layer> layer, std::vector<Value*> inputs, Value* output);
 
-  DType dtype_;
+  ElementType dtype_;
   bool nhwc_;
   int batch_;
   ParamStore params_;

@@ -31,7 +31,7 @@ int ParamStore::find(const std::string& name) const {
 
 std::size_t ParamStore::plan() {
   std::size_t off = 0;
-  const bool split = lp_ != DType::f32;
+  const bool split = lp_ != ElementType::f32;
   if (split) {
     for (ParamInfo& p : infos_)
       if (p.reduced) p.offset = off, off += round_up(p.shape.elements());
@@ -41,7 +41,7 @@ std::size_t ParamStore::plan() {
     if (!split || !p.reduced) p.offset = off, off += round_up(p.shape.elements());
   n_ = off;
   // master + momentum + grad32, plus the reduced copy and gradient.
-  bytes_ = n_ * 4 * 2 + (n_ - n_lp_) * 4 + n_lp_ * dtype_bytes(lp_) * 2;
+  bytes_ = n_ * 4 * 2 + (n_ - n_lp_) * 4 + n_lp_ * element_bytes(lp_) * 2;
   return bytes_;
 }
 
@@ -49,8 +49,8 @@ void ParamStore::allocate() {
   master_ = gpu::DeviceBuffer(n_ * 4);
   momentum_ = gpu::DeviceBuffer(n_ * 4);
   grad32_ = gpu::DeviceBuffer((n_ - n_lp_) * 4);
-  weight_lp_ = gpu::DeviceBuffer(n_lp_ * dtype_bytes(lp_));
-  grad_lp_ = gpu::DeviceBuffer(n_lp_ * dtype_bytes(lp_));
+  weight_lp_ = gpu::DeviceBuffer(n_lp_ * element_bytes(lp_));
+  grad_lp_ = gpu::DeviceBuffer(n_lp_ * element_bytes(lp_));
   for (gpu::DeviceBuffer* b : {&master_, &momentum_, &grad32_, &weight_lp_, &grad_lp_})
     if (b->bytes() > 0) GB_CHECK_CUDA(cudaMemset(b->data(), 0, b->bytes()));
   GB_CHECK_CUDA(cudaDeviceSynchronize());  // legacy-stream memsets vs the engine's stream
@@ -66,13 +66,13 @@ float* ParamStore::master(int id) const { return master_.as<float>() + info(id).
 
 void* ParamStore::weight(int id) const {
   if (reduced_active(id))
-    return static_cast<unsigned char*>(weight_lp_.data()) + info(id).offset * dtype_bytes(lp_);
+    return static_cast<unsigned char*>(weight_lp_.data()) + info(id).offset * element_bytes(lp_);
   return master(id);
 }
 
 void* ParamStore::grad(int id) const {
   if (reduced_active(id))
-    return static_cast<unsigned char*>(grad_lp_.data()) + info(id).offset * dtype_bytes(lp_);
+    return static_cast<unsigned char*>(grad_lp_.data()) + info(id).offset * element_bytes(lp_);
   return grad32_.as<float>() + (info(id).offset - n_lp_);
 }
 
@@ -161,8 +161,8 @@ std::vector<float> ParamStore::get_master(int id) const {
 std::vector<float> ParamStore::get_grad(int id) const {
   const ParamInfo& p = info(id);
   const std::size_t n = p.shape.elements();
-  const DType t = compute_dtype(id);
-  std::vector<unsigned char> bytes(n * dtype_bytes(t));
+  const ElementType t = compute_dtype(id);
+  std::vector<unsigned char> bytes(n * element_bytes(t));
   GB_CHECK_CUDA(cudaDeviceSynchronize());
   GB_CHECK_CUDA(cudaMemcpy(bytes.data(), grad(id), bytes.size(), cudaMemcpyDeviceToHost));
   return from_storage(p, unpack_host(bytes.data(), Shape{1, static_cast<int>(n), 1, 1}, false, t));
@@ -171,7 +171,7 @@ std::vector<float> ParamStore::get_grad(int id) const {
 void ParamStore::set_grad(int id, const std::vector<float>& kcrs) {
   const ParamInfo& p = info(id);
   const std::vector<float> stored = to_storage(p, kcrs);
-  const DType t = compute_dtype(id);
+  const ElementType t = compute_dtype(id);
   const std::vector<unsigned char> bytes =
       pack_host(stored, Shape{1, static_cast<int>(stored.size()), 1, 1}, false, t);
   GB_CHECK_CUDA(cudaMemcpy(grad(id), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));

@@ -47,7 +47,7 @@ struct ParamInfo {
 class ParamStore {
  public:
   // lp: the compute type of `reduced` parameters (f32 in FP32/TF32: no copies).
-  explicit ParamStore(DType lp = DType::f32) : lp_(lp) {}
+  explicit ParamStore(ElementType lp = ElementType::f32) : lp_(lp) {}
 
   int add(std::string name, Shape shape, bool reduced, bool krsc, Init init);
   // Assigns offsets (reduced parameters first) and returns the device bytes allocate() takes.
@@ -60,13 +60,13 @@ class ParamStore {
   const std::vector<ParamInfo>& infos() const { return infos_; }
   const ParamInfo& info(int id) const { return infos_.at(static_cast<std::size_t>(id)); }
   int find(const std::string& name) const;  // -1 when absent
-  DType lp_dtype() const { return lp_; }
-  bool reduced_active(int id) const { return lp_ != DType::f32 && info(id).reduced; }
+  ElementType lp_dtype() const { return lp_; }
+  bool reduced_active(int id) const { return lp_ != ElementType::f32 && info(id).reduced; }
 
   // What layers compute with: the reduced copy or the master, and where they write gradients.
   void* weight(int id) const;
   void* grad(int id) const;
-  DType compute_dtype(int id) const { return reduced_active(id) ? lp_ : DType::f32; }
+  ElementType compute_dtype(int id) const { return reduced_active(id) ? lp_ : ElementType::f32; }
   float* master(int id) const;
 
   std::size_t count() const;   // parameters (without the alignment gaps)
@@ -89,7 +89,7 @@ class ParamStore {
   std::vector<float> to_storage(const ParamInfo& p, const std::vector<float>& kcrs) const;
   std::vector<float> from_storage(const ParamInfo& p, const std::vector<float>& stored) const;
 
-  DType lp_;
+  ElementType lp_;
   std::vector<ParamInfo> infos_;
   std::size_t n_ = 0, n_lp_ = 0, bytes_ = 0;
   gpu::DeviceBuffer master_, momentum_, grad32_, weight_lp_, grad_lp_;

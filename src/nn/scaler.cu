@@ -39,8 +39,9 @@ __global__ void update_kernel(ScalerState* s, ScalerConfig c, StepRecord* record
 
 }  // namespace
 
-void check_nonfinite(const void* grads_lp, std::size_t n_lp, DType lp_dtype, const float* grads32,
-                     std::size_t n32, ScalerState* state, cudaStream_t stream) {
+void check_nonfinite(const void* grads_lp, std::size_t n_lp, ElementType lp_dtype,
+                     const float* grads32, std::size_t n32, ScalerState* state,
+                     cudaStream_t stream) {
   const std::size_t n = n_lp > n32 ? n_lp : n32;
   if (n == 0) return;
   constexpr unsigned block = 256;

@@ -43,8 +43,9 @@ struct StepRecord {
 // Raises state->found_inf if any gradient is inf or NaN: n_lp values of type lp_dtype at
 // grads_lp and n32 FP32 values at grads32 (the parameter store's two gradient sections).
 // Napkin math: ResNet-50 FP16 reads 51 MB + 0.2 MB: ~15 us.
-void check_nonfinite(const void* grads_lp, std::size_t n_lp, DType lp_dtype, const float* grads32,
-                     std::size_t n32, ScalerState* state, cudaStream_t stream);
+void check_nonfinite(const void* grads_lp, std::size_t n_lp, ElementType lp_dtype,
+                     const float* grads32, std::size_t n32, ScalerState* state,
+                     cudaStream_t stream);
 
 // One GradScaler update (single thread); also writes record->skipped (record may be null).
 void scaler_update(ScalerState* state, const ScalerConfig& config, StepRecord* record,

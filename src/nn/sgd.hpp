@@ -35,7 +35,7 @@ struct SgdBuffers {
   const void* grad_lp = nullptr;  // n_lp of lp_dtype
   void* weight_lp = nullptr;      // n_lp of lp_dtype
   std::size_t n = 0, n_lp = 0;
-  DType lp_dtype = DType::f32;
+  ElementType lp_dtype = ElementType::f32;
 };
 
 // Writes *dst = value in stream order (a one-thread kernel: no host buffer has to outlive the

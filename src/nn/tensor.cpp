@@ -10,15 +10,13 @@
 
 namespace gb::nn {
 
-std::size_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
-
-const char* dtype_name(DType t) {
+const char* dtype_name(ElementType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
+    case ElementType::f32: return "f32";
+    case ElementType::f16: return "f16";
+    case ElementType::bf16: return "bf16";
+    default: unsupported_element_type(t, "nn::dtype_name");
   }
-  return "?";
 }
 
 std::string Shape::to_string() const {
@@ -37,6 +35,13 @@ float float_of(std::uint32_t u) {
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
+
+// The engine's element types only.
+void check_engine_dtype(ElementType t, const char* where) {
+  if (t != ElementType::f32 && t != ElementType::f16 && t != ElementType::bf16)
+    unsupported_element_type(t, where);
+}
+
 }  // namespace
 
 std::uint16_t float_to_half_bits(float f) {
@@ -80,22 +85,23 @@ std::uint16_t float_to_bf16_bits(float f) {
 
 float bf16_bits_to_float(std::uint16_t b) { return float_of(static_cast<std::uint32_t>(b) << 16); }
 
-float round_to(DType t, float v) {
+float round_to(ElementType t, float v) {
   switch (t) {
-    case DType::f32: return v;
-    case DType::f16: return half_bits_to_float(float_to_half_bits(v));
-    case DType::bf16: return bf16_bits_to_float(float_to_bf16_bits(v));
+    case ElementType::f32: return v;
+    case ElementType::f16: return half_bits_to_float(float_to_half_bits(v));
+    case ElementType::bf16: return bf16_bits_to_float(float_to_bf16_bits(v));
+    default: unsupported_element_type(t, "nn::round_to");
   }
-  return v;
 }
 
 std::vector<unsigned char> pack_host(const std::vector<float>& nchw, const Shape& s, bool nhwc,
-                                     DType t) {
+                                     ElementType t) {
+  check_engine_dtype(t, "nn::pack_host");
   if (nchw.size() != s.elements()) {
     throw Error(ErrorKind::runtime, "pack_host: " + std::to_string(nchw.size()) +
                                         " values for a tensor of shape " + s.to_string());
   }
-  std::vector<unsigned char> out(s.elements() * dtype_bytes(t));
+  std::vector<unsigned char> out(s.elements() * element_bytes(t));
   std::size_t i = 0;
   for (int n = 0; n < s.n; ++n)
     for (int c = 0; c < s.c; ++c)
@@ -103,17 +109,19 @@ std::vector<unsigned char> pack_host(const std::vector<float>& nchw, const Shape
         for (int w = 0; w < s.w; ++w, ++i) {
           const std::size_t j = element_index(s, nhwc, n, c, h, w);
           const float v = nchw[i];
-          if (t == DType::f32) {
+          if (t == ElementType::f32) {
             std::memcpy(out.data() + 4 * j, &v, 4);
           } else {
-            const std::uint16_t b = t == DType::f16 ? float_to_half_bits(v) : float_to_bf16_bits(v);
+            const std::uint16_t b =
+                t == ElementType::f16 ? float_to_half_bits(v) : float_to_bf16_bits(v);
             std::memcpy(out.data() + 2 * j, &b, 2);
           }
         }
   return out;
 }
 
-std::vector<float> unpack_host(const void* bytes, const Shape& s, bool nhwc, DType t) {
+std::vector<float> unpack_host(const void* bytes, const Shape& s, bool nhwc, ElementType t) {
+  check_engine_dtype(t, "nn::unpack_host");
   const auto* p = static_cast<const unsigned char*>(bytes);
   std::vector<float> out(s.elements());
   std::size_t i = 0;
@@ -122,12 +130,12 @@ std::vector<float> unpack_host(const void* bytes, const Shape& s, bool nhwc, DTy
       for (int h = 0; h < s.h; ++h)
         for (int w = 0; w < s.w; ++w, ++i) {
           const std::size_t j = element_index(s, nhwc, n, c, h, w);
-          if (t == DType::f32) {
+          if (t == ElementType::f32) {
             std::memcpy(&out[i], p + 4 * j, 4);
           } else {
             std::uint16_t b;
             std::memcpy(&b, p + 2 * j, 2);
-            out[i] = t == DType::f16 ? half_bits_to_float(b) : bf16_bits_to_float(b);
+            out[i] = t == ElementType::f16 ? half_bits_to_float(b) : bf16_bits_to_float(b);
           }
         }
   return out;

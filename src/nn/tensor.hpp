@@ -10,11 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "core/vocabulary.hpp"
+
 namespace gb::nn {
 
-enum class DType { f32, f16, bf16 };
-std::size_t dtype_bytes(DType t);
-const char* dtype_name(DType t);
+// The engine's element types are f32, f16 and bf16 of core's ElementType (gb::element_bytes
+// sizes them); the functions here throw unsupported_element_type for the others.
+// The short spelling in algorithm-cache keys and messages: "f32", "f16", "bf16".
+const char* dtype_name(ElementType t);
 
 struct Shape {
   int n = 1, c = 1, h = 1, w = 1;
@@ -31,9 +34,9 @@ struct Shape {
 struct TensorRef {
   void* data = nullptr;
   Shape shape;
-  DType dtype = DType::f32;
+  ElementType dtype = ElementType::f32;
   bool nhwc = false;
-  std::size_t bytes() const { return shape.elements() * dtype_bytes(dtype); }
+  std::size_t bytes() const { return shape.elements() * element_bytes(dtype); }
 };
 
 // Index of element (n, c, h, w) in a buffer of this shape and layout.
@@ -49,12 +52,12 @@ float half_bits_to_float(std::uint16_t h);
 std::uint16_t float_to_bf16_bits(float f);
 float bf16_bits_to_float(std::uint16_t b);
 // `v` rounded to the precision of `t` (identity for f32): what the device will see.
-float round_to(DType t, float v);
+float round_to(ElementType t, float v);
 
 // Host FP32 NCHW values -> the bytes of a tensor with this shape/layout/type, and back.
 std::vector<unsigned char> pack_host(const std::vector<float>& nchw, const Shape& s, bool nhwc,
-                                     DType t);
-std::vector<float> unpack_host(const void* bytes, const Shape& s, bool nhwc, DType t);
+                                     ElementType t);
+std::vector<float> unpack_host(const void* bytes, const Shape& s, bool nhwc, ElementType t);
 
 // Synchronous copies between a host FP32 NCHW vector and a device tensor (any layout/type);
 // both synchronise the whole device (test and setup paths, never the step).

@@ -39,8 +39,10 @@ InputShape default_input(Model m) {
 
 namespace {
 
-DType dtype_for(Precision p) {
-  return p == Precision::fp16 ? DType::f16 : p == Precision::bf16 ? DType::bf16 : DType::f32;
+ElementType dtype_for(Precision p) {
+  return p == Precision::fp16   ? ElementType::f16
+         : p == Precision::bf16 ? ElementType::bf16
+                                : ElementType::f32;
 }
 bool nhwc_for(Precision p) { return p == Precision::fp16 || p == Precision::bf16; }
 
@@ -274,12 +276,12 @@ std::size_t Trainer::Impl::evaluate(const DeviceBatch& batch, int count) {
 void Trainer::Impl::make_synthetic_batch(std::uint64_t seed) {
   const Shape s = net.input_value()->shape;
   try {
-    synthetic_images = gpu::DeviceBuffer(s.elements() * dtype_bytes(dtype));
+    synthetic_images = gpu::DeviceBuffer(s.elements() * element_bytes(dtype));
     synthetic_labels = gpu::DeviceBuffer(static_cast<std::size_t>(s.n) * sizeof(std::int32_t));
   } catch (const Error& e) {
     if (is_oom(e)) {
       throw Error(ErrorKind::runtime, "out of device memory for the synthetic batch (" +
-                                          mib(s.elements() * dtype_bytes(dtype)) +
+                                          mib(s.elements() * element_bytes(dtype)) +
                                           "): try a smaller batch");
     }
     throw;
@@ -324,9 +326,7 @@ const TrainerOptions& Trainer::options() const { return impl_->options; }
 InputFormat Trainer::input_format() const {
   InputFormat f;
   f.nhwc = impl_->nhwc;
-  f.dtype = impl_->dtype == DType::f16    ? InputFormat::DType::f16
-            : impl_->dtype == DType::bf16 ? InputFormat::DType::bf16
-                                          : InputFormat::DType::f32;
+  f.dtype = impl_->dtype;
   return f;
 }
 

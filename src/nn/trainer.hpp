@@ -56,7 +56,7 @@ struct DeviceBatch {
 
 struct InputFormat {
   bool nhwc = false;               // else NCHW
-  enum class DType { f32, f16, bf16 } dtype = DType::f32;
+  ElementType dtype = ElementType::f32;  // f32, f16 or bf16
 };
 
 struct StepResult {

@@ -43,7 +43,7 @@ class Trainer::Impl {
   std::string describe() const;
 
   TrainerOptions options;
-  DType dtype = DType::f32;
+  ElementType dtype = ElementType::f32;
   bool nhwc = false;
   gpu::Stream stream;
   CudnnHandle cudnn;

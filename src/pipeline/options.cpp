@@ -94,7 +94,7 @@ data::LoaderOptions cpu_loader_options(const PipelineOptions& o, unsigned worker
 
 std::size_t tensor_bytes(const PipelineOptions& o, std::size_t images) {
   return images * static_cast<std::size_t>(o.image_size) * o.image_size * 3 *
-         data::element_bytes(o.dtype);
+         element_bytes(o.dtype);
 }
 
 }  // namespace gb::pipeline

@@ -35,7 +35,7 @@ struct PipelineOptions {
   std::size_t batch = 256;
   int image_size = 224;  // the tensor's images are image_size x image_size x 3
   data::TensorLayout layout = data::TensorLayout::nchw;
-  data::TensorType dtype = data::TensorType::bf16;
+  ElementType dtype = ElementType::bf16;
   data::Normalization norm = data::imagenet_normalization();  // per channel, pixel units
   DecodeMode decode = DecodeMode::cpu;
   // both: the share of samples nvJPEG decodes, in (0, 1]. Required for both (the caller picks

@@ -20,6 +20,22 @@ std::uint64_t latest_timestamp(const std::vector<sys::UtilSample>& samples, std:
   return since;
 }
 
+// The device state the one watch_sample call read: power, clocks, temperatures, memory, PCIe.
+void copy_state(const sys::NvmlWatchSample& s, GpuInterval& g) {
+  g.power_w = s.power_w;
+  g.sm_clock_mhz = s.sm_clock_mhz;
+  g.mem_clock_mhz = s.mem_clock_mhz;
+  g.temp_c = s.temp_c;
+  g.memory_temp_c = s.memory_temp_c;
+  if (s.memory_used_bytes) g.memory_used_gib = static_cast<double>(*s.memory_used_bytes) / kGiB;
+  if (s.pcie_throughput) {
+    g.pcie_rx_gbps = static_cast<double>(s.pcie_throughput->rx_bytes_per_s) / 1e9;
+    g.pcie_tx_gbps = static_cast<double>(s.pcie_throughput->tx_bytes_per_s) / 1e9;
+  }
+  g.throttle_reasons = s.throttle_reasons;
+  g.pcie_gen = s.pcie_gen;
+  g.pcie_width = s.pcie_width;
+}
 
 }  // namespace
 
@@ -84,22 +100,34 @@ GpuReader::GpuReader(sys::NvmlDevice device)
 
 std::string GpuReader::gpm_unavailable_reason() const { return gpm_.unavailable_reason(); }
 
+void GpuReader::charge(const char* name) {
+  if (!profiling_) return;
+  const double now = thread_cpu_ms();
+  Cost& c = profile_[name];
+  c.ms += now - profile_mark_ms_;
+  ++c.calls;
+  profile_mark_ms_ = now;
+}
+
 GpuInterval GpuReader::read(const std::set<int>& job_pids, double now_s) {
   GpuInterval g;
-  double mark = profiling_ ? thread_cpu_ms() : 0;
-  auto cost = [&](const char* name) {
-    if (!profiling_) return;
-    const double now = thread_cpu_ms();
-    Cost& c = profile_[name];
-    c.ms += now - mark;
-    ++c.calls;
-    mark = now;
-  };
+  if (profiling_) profile_mark_ms_ = thread_cpu_ms();
   const bool slow = !last_slow_read_s_ || now_s - *last_slow_read_s_ >= kSlowReadS;
   if (slow) last_slow_read_s_ = now_s;
   const sys::NvmlWatchSample s = device_.watch_sample(slow);
-  cost(slow ? "state + PCIe traffic" : "state");
+  charge(slow ? "state + PCIe traffic" : "state");
 
+  read_utilization(s, g);
+  charge("utilization samples");
+  read_gpm(g);
+  charge("GPM");
+  copy_state(s, g);
+  if (slow) read_process_shares(job_pids, g);
+  return g;
+}
+
+// Utilization: the settled driver samples since the last read, time-weighted.
+void GpuReader::read_utilization(const sys::NvmlWatchSample& s, GpuInterval& g) {
   const std::uint64_t previous_us = last_util_us_;
   const auto util = settled_samples(
       device_.utilization_samples(sys::NvmlSampleKind::gpu_utilization, last_util_us_),
@@ -111,37 +139,24 @@ GpuInterval GpuReader::read(const std::set<int>& job_pids, double now_s) {
   // Memory-controller utilization: the device's current figure (as nvidia-smi dmon's "mem");
   // its sample buffer would cost another NVML call per sample.
   g.mem_util_pct = s.mem_util_pct;
-  cost("utilization samples");
+}
 
-  if (gpm_.available() && gpm_.take()) {
-    if (const auto m = gpm_.metrics()) {
-      g.sm_active_pct = m->sm_active_pct;
-      g.sm_occupancy_pct = m->sm_occupancy_pct;
-      g.tensor_active_pct = m->tensor_active_pct;
-      g.dram_bw_pct = m->dram_bw_pct;
-    }
+// GPM metrics over the time since the last take.
+void GpuReader::read_gpm(GpuInterval& g) {
+  if (!gpm_.available() || !gpm_.take()) return;
+  if (const auto m = gpm_.metrics()) {
+    g.sm_active_pct = m->sm_active_pct;
+    g.sm_occupancy_pct = m->sm_occupancy_pct;
+    g.tensor_active_pct = m->tensor_active_pct;
+    g.dram_bw_pct = m->dram_bw_pct;
   }
-  cost("GPM");
+}
 
-  g.power_w = s.power_w;
-  g.sm_clock_mhz = s.sm_clock_mhz;
-  g.mem_clock_mhz = s.mem_clock_mhz;
-  g.temp_c = s.temp_c;
-  g.memory_temp_c = s.memory_temp_c;
-  if (s.memory_used_bytes) g.memory_used_gib = static_cast<double>(*s.memory_used_bytes) / kGiB;
-  if (s.pcie_throughput) {
-    g.pcie_rx_gbps = static_cast<double>(s.pcie_throughput->rx_bytes_per_s) / 1e9;
-    g.pcie_tx_gbps = static_cast<double>(s.pcie_throughput->tx_bytes_per_s) / 1e9;
-  }
-  g.throttle_reasons = s.throttle_reasons;
-  g.pcie_gen = s.pcie_gen;
-  g.pcie_width = s.pcie_width;
-
-  // Per-process shares: NVML lists one entry per process and driver sample; average each
-  // process over its entries, then add up the job's processes.
-  if (!slow) return g;
+// Per-process shares: NVML lists one entry per process and driver sample; average each
+// process over its entries, then add up the job's processes.
+void GpuReader::read_process_shares(const std::set<int>& job_pids, GpuInterval& g) {
   const auto procs = device_.process_utilization(last_process_us_);
-  cost("process utilization");
+  charge("process utilization");
   std::map<std::uint32_t, std::pair<double, int>> per_pid;  // pid -> (sum of sm %, entries)
   for (const sys::ProcessUtil& p : procs) {
     last_process_us_ = std::max(last_process_us_, p.timestamp_us);
@@ -149,26 +164,24 @@ GpuInterval GpuReader::read(const std::set<int>& job_pids, double now_s) {
     sum += p.sm_pct;
     ++n;
   }
-  if (attribution_reason_.empty()) {
-    double job = 0;
-    int others = 0;
-    for (const auto& [pid, acc] : per_pid) {
-      if (job_pids.count(static_cast<int>(pid))) {
-        job += acc.first / acc.second;
-      } else {
-        ++others;
-        g.other_pids.push_back(pid);
-      }
-    }
-    // An empty list while the GPU was busy means per-process accounting is not reported
-    // (older GPUs, some vGPU setups): leave the share unknown rather than claim 0.
-    const bool busy = g.util_pct && *g.util_pct > 5.0;
-    if (!per_pid.empty() || !busy) {
-      g.job_sm_pct = job;
-      g.other_processes = others;
+  if (!attribution_reason_.empty()) return;
+  double job = 0;
+  int others = 0;
+  for (const auto& [pid, acc] : per_pid) {
+    if (job_pids.count(static_cast<int>(pid))) {
+      job += acc.first / acc.second;
+    } else {
+      ++others;
+      g.other_pids.push_back(pid);
     }
   }
-  return g;
+  // An empty list while the GPU was busy means per-process accounting is not reported
+  // (older GPUs, some vGPU setups): leave the share unknown rather than claim 0.
+  const bool busy = g.util_pct && *g.util_pct > 5.0;
+  if (!per_pid.empty() || !busy) {
+    g.job_sm_pct = job;
+    g.other_processes = others;
+  }
 }
 
 }  // namespace gb::watch

@@ -49,6 +49,14 @@ class GpuReader {
   };
   std::map<std::string, Cost> profile_;  // only filled with $GPUBASE_WATCH_PROFILE
   bool profiling_ = false;
+  double profile_mark_ms_ = 0;  // the sampler thread's CPU time at the last charge()
+
+  // read(), one group of figures each.
+  void read_utilization(const sys::NvmlWatchSample& s, GpuInterval& g);
+  void read_gpm(GpuInterval& g);
+  void read_process_shares(const std::set<int>& job_pids, GpuInterval& g);
+  // Profiling: the CPU time since the last charge() goes to `name`.
+  void charge(const char* name);
 };
 
 // The samples of one interval: all but the newest, which the driver may still be filling in

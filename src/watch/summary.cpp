@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 
 #include "watch/host.hpp"
 
@@ -205,6 +206,53 @@ Result value_result(const std::string& key, const std::string& label, const std:
   return r;
 }
 
+// Why a figure has no value, by its key's family.
+std::string missing_reason(const SummaryContext& ctx, const std::string& key) {
+  if (starts_with(key, "watch.gpu.")) {
+    if (!ctx.gpu_unavailable_reason.empty()) return ctx.gpu_unavailable_reason;
+    if (key == "watch.gpu.job.sm.pct" && !ctx.attribution_unavailable_reason.empty())
+      return ctx.attribution_unavailable_reason;
+    if ((key.find("sm_active") != std::string::npos ||
+         key.find("occupancy") != std::string::npos ||
+         key.find("tensor") != std::string::npos || key.find("dram_bw") != std::string::npos) &&
+        !ctx.gpm_unavailable_reason.empty())
+      return "GPM: " + ctx.gpm_unavailable_reason;
+    return "not reported by this GPU or driver";
+  }
+  if (starts_with(key, "watch.perf.")) {
+    if (const auto it = ctx.perf_counter_reasons.find(key); it != ctx.perf_counter_reasons.end())
+      return it->second;
+    if (!ctx.perf_unavailable_reason.empty()) return ctx.perf_unavailable_reason;
+    return "perf counters not available";
+  }
+  if (starts_with(key, "watch.job.")) return "the job's processes could not be read";
+  if (starts_with(key, "watch.disk.")) return "no disk with I/O statistics";
+  return "not reported by this machine";
+}
+
+// One plain figure from its aggregate; GPU figures name the GPU.
+Result plain_result(const SummaryContext& ctx, const Aggregate& a, const Plain& p) {
+  Result r = value_result(p.key, p.label, p.unit, pick(a, p.pick), p.higher_is_better,
+                          missing_reason(ctx, p.key));
+  if (!ctx.device_label.empty() && starts_with(p.key, "watch.gpu."))
+    r.param("gpu", ctx.device_label);
+  return r;
+}
+
+// The kPlain figures whose keys start with one of the prefixes, in kPlain's order.
+void append_plain(std::vector<Result>& out, const SummaryContext& ctx,
+                  const std::map<std::string, Aggregate>& aggs,
+                  std::initializer_list<const char*> prefixes) {
+  static const Aggregate empty;
+  for (const Plain& p : kPlain) {
+    if (std::none_of(prefixes.begin(), prefixes.end(),
+                     [&](const char* prefix) { return starts_with(p.key, prefix); }))
+      continue;
+    const auto it = aggs.find(p.key);
+    out.push_back(plain_result(ctx, it == aggs.end() ? empty : it->second, p));
+  }
+}
+
 }  // namespace
 
 SampleAccumulator::SampleAccumulator(std::size_t max_series_points)
@@ -215,9 +263,17 @@ SampleAccumulator::SampleAccumulator(std::size_t max_series_points)
 void SampleAccumulator::add(const WatchSample& s) {
   ++samples_;
   duration_s_ += s.interval_s;
+  add_gpu(s);
+  add_cpu(s);
+  add_job(s);
+  add_memory_and_disk(s);
+  add_perf(s);
+}
+
+// GPU figures, the utilization histogram and series, and the telemetry extremes.
+void SampleAccumulator::add_gpu(const WatchSample& s) {
   const double w = s.interval_s;
   auto add = [&](const char* key, std::optional<double> v) { agg_[key].add(v, w); };
-
   const GpuInterval& g = s.gpu;
   add("watch.gpu.util.pct", g.util_pct);
   if (g.util_pct) gpu_util_hist_.add(*g.util_pct, w);
@@ -246,7 +302,12 @@ void SampleAccumulator::add(const WatchSample& s) {
   };
   minmax(pcie_gen_min_, pcie_gen_max_, g.pcie_gen);
   minmax(pcie_width_min_, pcie_width_max_, g.pcie_width);
+}
 
+// Machine CPU figures, per core.
+void SampleAccumulator::add_cpu(const WatchSample& s) {
+  const double w = s.interval_s;
+  auto add = [&](const char* key, std::optional<double> v) { agg_[key].add(v, w); };
   const CpuInterval& c = s.cpu;
   add("watch.cpu.mean_core.pct", c.mean_core_pct);
   add("watch.cpu.busiest_core.pct", c.busiest_core_pct);
@@ -260,38 +321,50 @@ void SampleAccumulator::add(const WatchSample& s) {
   add("watch.cpu.run_queue", as_double(c.run_queue));
   add("watch.cpu.blocked", as_double(c.blocked));
   for (const auto& [core, busy] : c.core_busy_pct) core_busy_[core].add(busy, w);
+}
 
+// The job's figures and its processes, while it is alive.
+void SampleAccumulator::add_job(const WatchSample& s) {
   const JobInterval& j = s.job;
-  if (j.alive) {
-    add("watch.job.cpu.pct", j.cpu_pct);
-    job_cpu_series_.add(s.t_s, w, j.cpu_pct);
-    add("watch.job.processes", static_cast<double>(j.processes));
-    add("watch.job.active_processes", static_cast<double>(j.active_processes));
-    add("watch.job.saturated_processes", static_cast<double>(j.saturated_processes));
-    add("watch.job.threads", static_cast<double>(j.threads));
-    add("watch.job.voluntary_cs.per_s", j.voluntary_cs_per_s);
-    add("watch.job.involuntary_cs.per_s", j.involuntary_cs_per_s);
-    if (j.involuntary_cs_per_s && j.active_processes > 0)
-      add("watch.job.involuntary_cs_per_process.per_s",
-          *j.involuntary_cs_per_s / j.active_processes);
-    add("watch.job.rss.gib", j.rss_gib);
-    for (const ProcessInterval& p : j.processes_detail) {
-      ProcessAcc& acc = processes_[p.pid];
-      acc.comm = p.comm;
-      // Weighted by the whole interval, so a process that lived briefly is not "busiest".
-      acc.cpu.add(p.cpu_pct, w);
-    }
-    // A job that spawns many short-lived processes must not grow this map without bound:
-    // past kMaxProcesses, keep the half that used the most CPU.
-    if (processes_.size() > kMaxProcesses) {
-      std::vector<std::pair<double, int>> by_cpu;
-      for (const auto& [pid, acc] : processes_) by_cpu.emplace_back(acc.cpu.weighted_sum, pid);
-      const auto keep = by_cpu.begin() + static_cast<std::ptrdiff_t>(kMaxProcesses / 2);
-      std::nth_element(by_cpu.begin(), keep, by_cpu.end(), std::greater<>());
-      for (auto it = keep; it != by_cpu.end(); ++it) processes_.erase(it->second);
-    }
+  if (!j.alive) return;
+  const double w = s.interval_s;
+  auto add = [&](const char* key, std::optional<double> v) { agg_[key].add(v, w); };
+  add("watch.job.cpu.pct", j.cpu_pct);
+  job_cpu_series_.add(s.t_s, w, j.cpu_pct);
+  add("watch.job.processes", static_cast<double>(j.processes));
+  add("watch.job.active_processes", static_cast<double>(j.active_processes));
+  add("watch.job.saturated_processes", static_cast<double>(j.saturated_processes));
+  add("watch.job.threads", static_cast<double>(j.threads));
+  add("watch.job.voluntary_cs.per_s", j.voluntary_cs_per_s);
+  add("watch.job.involuntary_cs.per_s", j.involuntary_cs_per_s);
+  if (j.involuntary_cs_per_s && j.active_processes > 0)
+    add("watch.job.involuntary_cs_per_process.per_s",
+        *j.involuntary_cs_per_s / j.active_processes);
+  add("watch.job.rss.gib", j.rss_gib);
+  for (const ProcessInterval& p : j.processes_detail) {
+    ProcessAcc& acc = processes_[p.pid];
+    acc.comm = p.comm;
+    // Weighted by the whole interval, so a process that lived briefly is not "busiest".
+    acc.cpu.add(p.cpu_pct, w);
   }
+  cap_processes();
+}
 
+// A job that spawns many short-lived processes must not grow the process map without bound:
+// past kMaxProcesses, keep the half that used the most CPU.
+void SampleAccumulator::cap_processes() {
+  if (processes_.size() <= kMaxProcesses) return;
+  std::vector<std::pair<double, int>> by_cpu;
+  for (const auto& [pid, acc] : processes_) by_cpu.emplace_back(acc.cpu.weighted_sum, pid);
+  const auto keep = by_cpu.begin() + static_cast<std::ptrdiff_t>(kMaxProcesses / 2);
+  std::nth_element(by_cpu.begin(), keep, by_cpu.end(), std::greater<>());
+  for (auto it = keep; it != by_cpu.end(); ++it) processes_.erase(it->second);
+}
+
+// Memory, and the disks (all together and per device).
+void SampleAccumulator::add_memory_and_disk(const WatchSample& s) {
+  const double w = s.interval_s;
+  auto add = [&](const char* key, std::optional<double> v) { agg_[key].add(v, w); };
   const MemoryInterval& m = s.mem;
   add("watch.mem.available.gib", m.available_gib);
   if (m.available_gib && m.total_gib && *m.total_gib > 0)
@@ -309,7 +382,12 @@ void SampleAccumulator::add(const WatchSample& s) {
     agg_["disk.writes." + io.name].add(io.writes_per_s, w);
     agg_["disk.queue." + io.name].add(io.queue, w);
   }
+}
 
+// perf_event counters and the sampler's own cost.
+void SampleAccumulator::add_perf(const WatchSample& s) {
+  const double w = s.interval_s;
+  auto add = [&](const char* key, std::optional<double> v) { agg_[key].add(v, w); };
   const PerfInterval& p = s.perf;
   add("watch.perf.ipc", p.ipc);
   add("watch.perf.task_clock.cores", p.task_clock_cores);
@@ -323,217 +401,182 @@ void SampleAccumulator::add(const WatchSample& s) {
   add("sampler.perf.ms", s.sampler_perf_ms);
 }
 
+const Aggregate& SampleAccumulator::agg(const std::string& key) const {
+  static const Aggregate empty;
+  const auto it = agg_.find(key);
+  return it == agg_.end() ? empty : it->second;
+}
+
 std::vector<Result> SampleAccumulator::results(const SummaryContext& ctx) const {
   std::vector<Result> out;
-  const Aggregate empty;
-  auto agg = [&](const std::string& key) -> const Aggregate& {
-    const auto it = agg_.find(key);
-    return it == agg_.end() ? empty : it->second;
-  };
-  auto missing_reason = [&](const std::string& key) -> std::string {
-    if (starts_with(key, "watch.gpu.")) {
-      if (!ctx.gpu_unavailable_reason.empty()) return ctx.gpu_unavailable_reason;
-      if (key == "watch.gpu.job.sm.pct" && !ctx.attribution_unavailable_reason.empty())
-        return ctx.attribution_unavailable_reason;
-      if ((key.find("sm_active") != std::string::npos ||
-           key.find("occupancy") != std::string::npos ||
-           key.find("tensor") != std::string::npos || key.find("dram_bw") != std::string::npos) &&
-          !ctx.gpm_unavailable_reason.empty())
-        return "GPM: " + ctx.gpm_unavailable_reason;
-      return "not reported by this GPU or driver";
-    }
-    if (starts_with(key, "watch.perf.")) {
-      if (const auto it = ctx.perf_counter_reasons.find(key); it != ctx.perf_counter_reasons.end())
-        return it->second;
-      if (!ctx.perf_unavailable_reason.empty()) return ctx.perf_unavailable_reason;
-      return "perf counters not available";
-    }
-    if (starts_with(key, "watch.job.")) return "the job's processes could not be read";
-    if (starts_with(key, "watch.disk.")) return "no disk with I/O statistics";
-    return "not reported by this machine";
-  };
-  auto plain = [&](const std::string& key, const std::string& label, const std::string& unit,
-                   Pick p, bool higher) {
-    Result r = value_result(key, label, unit, pick(agg(key), p), higher, missing_reason(key));
-    if (!ctx.device_label.empty() && starts_with(key, "watch.gpu."))
-      r.param("gpu", ctx.device_label);
-    return r;
-  };
+  gpu_results(ctx, out);
+  cpu_results(ctx, out);
+  job_results(ctx, out);
+  memory_and_disk_results(ctx, out);
+  perf_results(ctx, out);
+  out.push_back(value_result("watch.samples", "samples taken", "samples",
+                             static_cast<double>(samples_), true, ""));
+  return out;
+}
 
-  // GPU utilization: mean, p10, share below 95 %, with the series and the telemetry.
-  {
-    const Aggregate& a = agg("watch.gpu.util.pct");
-    Result util = value_result("watch.gpu.util.pct", "GPU utilization, mean", "%", a.mean(), true,
-                               missing_reason("watch.gpu.util.pct"), gpu_util_series_.values());
-    if (util.value) {
-      util.param("source", "the driver's utilization samples inside each interval");
-      if (!ctx.device_label.empty()) util.param("gpu", ctx.device_label);
-      if (gpu_util_series_.size() >= gpu_util_series_.max_points() / 2)
-        util.param("series", "older points averaged in pairs to keep at most " +
-                                 std::to_string(gpu_util_series_.max_points()) + " points");
-      Telemetry t;
-      t.samples = a.n;
-      const Aggregate& clk = agg("watch.gpu.sm_clock.mhz");
-      t.sm_clock_mhz_min = clk.minimum();
-      t.sm_clock_mhz_max = clk.maximum();
-      t.sm_clock_mhz_mean = clk.mean();
-      t.mem_clock_mhz_mean = agg("watch.gpu.mem_clock.mhz").mean();
-      t.power_w_mean = agg("watch.gpu.power.w").mean();
-      t.power_w_max = agg("watch.gpu.power.w").maximum();
-      t.temp_c_max = agg("watch.gpu.temp.c").maximum();
-      t.throttle_reasons = throttle_reasons_;
-      t.pcie_gen_min = pcie_gen_min_;
-      t.pcie_gen_max = pcie_gen_max_;
-      t.pcie_width_min = pcie_width_min_;
-      t.pcie_width_max = pcie_width_max_;
-      util.telemetry = t;
-    }
-    out.push_back(std::move(util));
-    out.push_back(value_result("watch.gpu.util.p10.pct", "GPU utilization, 10th percentile", "%",
-                               gpu_util_hist_.quantile(0.10), true,
-                               missing_reason("watch.gpu.util.pct")));
-    out.push_back(value_result("watch.gpu.util.below95.share.pct",
-                               "share of time GPU utilization < 95 %", "%",
-                               gpu_util_hist_.share_below(95.0), false,
-                               missing_reason("watch.gpu.util.pct")));
+// GPU utilization (mean with the series and the telemetry, p10, share below 95 %), the plain
+// GPU figures, and the other processes on the GPU.
+void SampleAccumulator::gpu_results(const SummaryContext& ctx, std::vector<Result>& out) const {
+  const Aggregate& a = agg("watch.gpu.util.pct");
+  Result util = value_result("watch.gpu.util.pct", "GPU utilization, mean", "%", a.mean(), true,
+                             missing_reason(ctx, "watch.gpu.util.pct"), gpu_util_series_.values());
+  if (util.value) {
+    util.param("source", "the driver's utilization samples inside each interval");
+    if (!ctx.device_label.empty()) util.param("gpu", ctx.device_label);
+    if (gpu_util_series_.size() >= gpu_util_series_.max_points() / 2)
+      util.param("series", "older points averaged in pairs to keep at most " +
+                               std::to_string(gpu_util_series_.max_points()) + " points");
+    Telemetry t;
+    t.samples = a.n;
+    const Aggregate& clk = agg("watch.gpu.sm_clock.mhz");
+    t.sm_clock_mhz_min = clk.minimum();
+    t.sm_clock_mhz_max = clk.maximum();
+    t.sm_clock_mhz_mean = clk.mean();
+    t.mem_clock_mhz_mean = agg("watch.gpu.mem_clock.mhz").mean();
+    t.power_w_mean = agg("watch.gpu.power.w").mean();
+    t.power_w_max = agg("watch.gpu.power.w").maximum();
+    t.temp_c_max = agg("watch.gpu.temp.c").maximum();
+    t.throttle_reasons = throttle_reasons_;
+    t.pcie_gen_min = pcie_gen_min_;
+    t.pcie_gen_max = pcie_gen_max_;
+    t.pcie_width_min = pcie_width_min_;
+    t.pcie_width_max = pcie_width_max_;
+    util.telemetry = t;
   }
-  for (const Plain& p : kPlain) {
-    if (!starts_with(p.key, "watch.gpu.")) continue;
-    out.push_back(plain(p.key, p.label, p.unit, p.pick, p.higher_is_better));
-  }
-  {
-    Result others = plain("watch.gpu.other_processes", "other processes using the GPU, max",
-                          "processes", Pick::max, false);
-    if (!other_pids_.empty()) {
-      std::string pids;
-      for (const auto pid : other_pids_) pids += (pids.empty() ? "" : ",") + std::to_string(pid);
-      others.param("pids", pids);
-    }
-    out.push_back(std::move(others));
-  }
+  out.push_back(std::move(util));
+  out.push_back(value_result("watch.gpu.util.p10.pct", "GPU utilization, 10th percentile", "%",
+                             gpu_util_hist_.quantile(0.10), true,
+                             missing_reason(ctx, "watch.gpu.util.pct")));
+  out.push_back(value_result("watch.gpu.util.below95.share.pct",
+                             "share of time GPU utilization < 95 %", "%",
+                             gpu_util_hist_.share_below(95.0), false,
+                             missing_reason(ctx, "watch.gpu.util.pct")));
+  append_plain(out, ctx, agg_, {"watch.gpu."});
 
-  // Host CPU.
+  const Plain others_fig{"watch.gpu.other_processes", "other processes using the GPU, max",
+                         "processes", Pick::max, false};
+  Result others = plain_result(ctx, agg("watch.gpu.other_processes"), others_fig);
+  if (!other_pids_.empty()) {
+    std::string pids;
+    for (const auto pid : other_pids_) pids += (pids.empty() ? "" : ",") + std::to_string(pid);
+    others.param("pids", pids);
+  }
+  out.push_back(std::move(others));
+}
+
+// Host CPU: cores, the busiest core per interval, the hottest core over the run, plain figures.
+void SampleAccumulator::cpu_results(const SummaryContext& ctx, std::vector<Result>& out) const {
   out.push_back(value_result("watch.host.cores", "online CPU cores", "cores",
                              ctx.online_cores > 0 ? std::optional<double>(ctx.online_cores)
                                                   : std::nullopt,
                              true, "could not count the online CPUs"));
-  {
-    Result busiest = value_result("watch.cpu.busiest_core.pct",
-                                  "busiest core's busy share, mean over intervals", "%",
-                                  agg("watch.cpu.busiest_core.pct").mean(), false,
-                                  "no per-core CPU figures in /proc/stat",
-                                  busiest_core_series_.values());
-    if (!busiest_core_count_.empty()) {
-      const auto most = std::max_element(
-          busiest_core_count_.begin(), busiest_core_count_.end(),
-          [](const auto& a, const auto& b) { return a.second < b.second; });
-      busiest.param("core", "cpu" + std::to_string(most->first) + " (busiest in " +
-                                std::to_string(most->second) + " of " +
-                                std::to_string(samples_) + " intervals)");
+  Result busiest = value_result("watch.cpu.busiest_core.pct",
+                                "busiest core's busy share, mean over intervals", "%",
+                                agg("watch.cpu.busiest_core.pct").mean(), false,
+                                "no per-core CPU figures in /proc/stat",
+                                busiest_core_series_.values());
+  if (!busiest_core_count_.empty()) {
+    const auto most = std::max_element(
+        busiest_core_count_.begin(), busiest_core_count_.end(),
+        [](const auto& a, const auto& b) { return a.second < b.second; });
+    busiest.param("core", "cpu" + std::to_string(most->first) + " (busiest in " +
+                              std::to_string(most->second) + " of " +
+                              std::to_string(samples_) + " intervals)");
+  }
+  out.push_back(std::move(busiest));
+
+  std::optional<double> hottest;
+  int hottest_core = -1;
+  for (const auto& [core, a] : core_busy_)
+    if (const auto m = a.mean(); m && (!hottest || *m > *hottest)) {
+      hottest = m;
+      hottest_core = core;
     }
-    out.push_back(std::move(busiest));
-  }
-  {
-    std::optional<double> hottest;
-    int hottest_core = -1;
-    for (const auto& [core, a] : core_busy_)
-      if (const auto m = a.mean(); m && (!hottest || *m > *hottest)) {
-        hottest = m;
-        hottest_core = core;
-      }
-    Result r = value_result("watch.cpu.hottest_core.pct", "hottest core's mean busy share", "%",
-                            hottest, false, "no per-core CPU figures in /proc/stat");
-    if (hottest) r.param("core", "cpu" + std::to_string(hottest_core));
-    out.push_back(std::move(r));
-  }
-  for (const Plain& p : kPlain)
-    if (starts_with(p.key, "watch.cpu.")) out.push_back(plain(p.key, p.label, p.unit, p.pick,
-                                                              p.higher_is_better));
+  Result r = value_result("watch.cpu.hottest_core.pct", "hottest core's mean busy share", "%",
+                          hottest, false, "no per-core CPU figures in /proc/stat");
+  if (hottest) r.param("core", "cpu" + std::to_string(hottest_core));
+  out.push_back(std::move(r));
+  append_plain(out, ctx, agg_, {"watch.cpu."});
+}
 
-  // Job.
-  for (const Plain& p : kPlain)
-    if (starts_with(p.key, "watch.job.")) out.push_back(plain(p.key, p.label, p.unit, p.pick,
-                                                              p.higher_is_better));
-  {
-    const ProcessAcc* top = nullptr;
-    int top_pid = 0;
-    for (const auto& [pid, acc] : processes_)
-      if (!top || acc.cpu.weighted_sum > top->cpu.weighted_sum) {
-        top = &acc;
-        top_pid = pid;
-      }
-    // Mean over the whole run (time without the process counts as 0).
-    std::optional<double> v;
-    if (top && duration_s_ > 0) v = top->cpu.weighted_sum / duration_s_;
-    Result r = value_result("watch.job.busiest_process.cpu.pct",
-                            "busiest job process (100 % = one core), mean", "%", v, false,
-                            missing_reason("watch.job."));
-    if (top) {
-      r.param("pid", std::to_string(top_pid));
-      r.param("comm", top->comm);
+// The job: plain figures, then its busiest process.
+void SampleAccumulator::job_results(const SummaryContext& ctx, std::vector<Result>& out) const {
+  append_plain(out, ctx, agg_, {"watch.job."});
+  const ProcessAcc* top = nullptr;
+  int top_pid = 0;
+  for (const auto& [pid, acc] : processes_)
+    if (!top || acc.cpu.weighted_sum > top->cpu.weighted_sum) {
+      top = &acc;
+      top_pid = pid;
     }
-    out.push_back(std::move(r));
+  // Mean over the whole run (time without the process counts as 0).
+  std::optional<double> v;
+  if (top && duration_s_ > 0) v = top->cpu.weighted_sum / duration_s_;
+  Result r = value_result("watch.job.busiest_process.cpu.pct",
+                          "busiest job process (100 % = one core), mean", "%", v, false,
+                          missing_reason(ctx, "watch.job."));
+  if (top) {
+    r.param("pid", std::to_string(top_pid));
+    r.param("comm", top->comm);
   }
+  out.push_back(std::move(r));
+}
 
-  // Memory and disks.
-  for (const Plain& p : kPlain)
-    if (starts_with(p.key, "watch.mem.")) out.push_back(plain(p.key, p.label, p.unit, p.pick,
-                                                              p.higher_is_better));
-  {
-    std::string name;
-    std::optional<double> util;
-    for (const auto& [dev, a] : disk_util_)
-      if (const auto m = a.mean(); m && (!util || *m > *util)) {
-        util = m;
-        name = dev;
-      }
-    Result u = value_result("watch.disk.util.pct", "busiest disk's %util, mean", "%", util, false,
-                            missing_reason("watch.disk."));
-    // The await of the direction the disk mostly served (iostat's r_await or w_await).
-    const bool writes = util && agg("disk.writes." + name).mean().value_or(0) >
-                                    agg("disk.reads." + name).mean().value_or(0);
-    const char* dir = writes ? "write" : "read";
-    Result aw = value_result(
-        "watch.disk.await.ms", std::string("busiest disk's ") + dir + " await, mean", "ms",
-        util ? agg(std::string(writes ? "disk.w_await." : "disk.r_await.") + name).mean()
-             : std::nullopt,
-        false, util ? std::string("no ") + dir + "s completed on " + name
-                    : missing_reason("watch.disk."));
-    if (util) aw.param("direction", dir);
-    Result q = value_result("watch.disk.queue", "busiest disk's queue size (aqu-sz), mean",
-                            "requests", util ? agg("disk.queue." + name).mean() : std::nullopt,
-                            false, missing_reason("watch.disk."));
-    for (Result* r : {&u, &aw, &q})
-      if (util) r->param("device", name);
-    out.push_back(std::move(u));
-    out.push_back(std::move(aw));
-    out.push_back(std::move(q));
-  }
-  for (const Plain& p : kPlain)
-    if (starts_with(p.key, "watch.disk.")) out.push_back(plain(p.key, p.label, p.unit, p.pick,
-                                                               p.higher_is_better));
+// Memory, then the busiest disk (its %util, await and queue) and the all-disk figures.
+void SampleAccumulator::memory_and_disk_results(const SummaryContext& ctx,
+                                                std::vector<Result>& out) const {
+  append_plain(out, ctx, agg_, {"watch.mem."});
+  std::string name;
+  std::optional<double> util;
+  for (const auto& [dev, a] : disk_util_)
+    if (const auto m = a.mean(); m && (!util || *m > *util)) {
+      util = m;
+      name = dev;
+    }
+  Result u = value_result("watch.disk.util.pct", "busiest disk's %util, mean", "%", util, false,
+                          missing_reason(ctx, "watch.disk."));
+  // The await of the direction the disk mostly served (iostat's r_await or w_await).
+  const bool writes = util && agg("disk.writes." + name).mean().value_or(0) >
+                                  agg("disk.reads." + name).mean().value_or(0);
+  const char* dir = writes ? "write" : "read";
+  Result aw = value_result(
+      "watch.disk.await.ms", std::string("busiest disk's ") + dir + " await, mean", "ms",
+      util ? agg(std::string(writes ? "disk.w_await." : "disk.r_await.") + name).mean()
+           : std::nullopt,
+      false, util ? std::string("no ") + dir + "s completed on " + name
+                  : missing_reason(ctx, "watch.disk."));
+  if (util) aw.param("direction", dir);
+  Result q = value_result("watch.disk.queue", "busiest disk's queue size (aqu-sz), mean",
+                          "requests", util ? agg("disk.queue." + name).mean() : std::nullopt,
+                          false, missing_reason(ctx, "watch.disk."));
+  for (Result* r : {&u, &aw, &q})
+    if (util) r->param("device", name);
+  out.push_back(std::move(u));
+  out.push_back(std::move(aw));
+  out.push_back(std::move(q));
+  append_plain(out, ctx, agg_, {"watch.disk."});
+}
 
-  // perf_event and the sampler itself.
-  for (const Plain& p : kPlain)
-    if (starts_with(p.key, "watch.perf.") || starts_with(p.key, "watch.sampler."))
-      out.push_back(plain(p.key, p.label, p.unit, p.pick, p.higher_is_better));
-  {
-    std::string cost;
-    for (const auto& [part, key] : {std::pair<const char*, const char*>{"/proc", "sampler.host.ms"},
-                                    {"NVML", "sampler.gpu.ms"},
-                                    {"perf", "sampler.perf.ms"}})
-      if (const auto m = agg(key).mean()) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%s %.2f ms", part, *m);
-        cost += (cost.empty() ? "" : ", ") + std::string(buf);
-      }
-    if (!cost.empty())
-      for (Result& r : out)
-        if (r.key == "watch.sampler.cpu.pct") r.param("cpu per sample", cost);
-  }
-  out.push_back(value_result("watch.samples", "samples taken", "samples",
-                             static_cast<double>(samples_), true, ""));
-  return out;
+// perf_event figures and the sampler's own CPU, with what each sample cost per source.
+void SampleAccumulator::perf_results(const SummaryContext& ctx, std::vector<Result>& out) const {
+  append_plain(out, ctx, agg_, {"watch.perf.", "watch.sampler."});
+  std::string cost;
+  for (const auto& [part, key] : {std::pair<const char*, const char*>{"/proc", "sampler.host.ms"},
+                                  {"NVML", "sampler.gpu.ms"},
+                                  {"perf", "sampler.perf.ms"}})
+    if (const auto m = agg(key).mean()) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s %.2f ms", part, *m);
+      cost += (cost.empty() ? "" : ", ") + std::string(buf);
+    }
+  if (!cost.empty())
+    for (Result& r : out)
+      if (r.key == "watch.sampler.cpu.pct") r.param("cpu per sample", cost);
 }
 
 std::optional<double> SampleAccumulator::gpu_util_mean() const {

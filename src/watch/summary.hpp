@@ -89,6 +89,20 @@ class SampleAccumulator {
     std::string comm;
     Aggregate cpu;
   };
+  // add(), one part of the sample each.
+  void add_gpu(const WatchSample& s);
+  void add_cpu(const WatchSample& s);
+  void add_job(const WatchSample& s);
+  void add_memory_and_disk(const WatchSample& s);
+  void add_perf(const WatchSample& s);
+  void cap_processes();
+  // results(), one group of figures each, appended to out in the run's order.
+  const Aggregate& agg(const std::string& key) const;
+  void gpu_results(const SummaryContext& ctx, std::vector<Result>& out) const;
+  void cpu_results(const SummaryContext& ctx, std::vector<Result>& out) const;
+  void job_results(const SummaryContext& ctx, std::vector<Result>& out) const;
+  void memory_and_disk_results(const SummaryContext& ctx, std::vector<Result>& out) const;
+  void perf_results(const SummaryContext& ctx, std::vector<Result>& out) const;
   std::size_t samples_ = 0;
   double duration_s_ = 0;
   std::map<std::string, Aggregate> agg_;  // by result key

@@ -125,7 +125,7 @@ TEST_P(FillUniform, SpansItsRangeAndIsNeitherZeroNorConstant) {
 // Test-name generators are named functions, not lambdas: a lambda's parameter inside
 // INSTANTIATE_TEST_SUITE_P can shadow the macro's own `info` parameter (-Wshadow).
 std::string fill_test_name(const ::testing::TestParamInfo<ElementType>& param_info) {
-  return std::string(element_name(param_info.param));
+  return std::string(to_string(param_info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, FillUniform,

@@ -30,7 +30,7 @@ std::vector<float> download_floats(const float* p, std::size_t n) {
 // y = act(BN(x) + (residual ? x : 0)); the residual input is x itself through a copy layer, so
 // the residual's gradient flows back into dx as well.
 void check_bn(Precision p, bool nhwc, Act act, bool residual) {
-  const DType t = testing::dtype_of(p);
+  const ElementType t = testing::dtype_of(p);
   const double tol = testing::layer_tolerance(p);
   const float eps = 1e-5f, momentum = 0.1f;
   std::mt19937 gen(3);

@@ -41,7 +41,7 @@ const ConvCase kCases[] = {
 };
 
 void check_conv(Precision p, bool nhwc) {
-  const DType t = testing::dtype_of(p);
+  const ElementType t = testing::dtype_of(p);
   const double tol = testing::layer_tolerance(p);
   std::mt19937 gen(11);
   for (const ConvCase& cc : kCases) {
@@ -105,7 +105,7 @@ TEST(NnConv, AddsIntoAGradientAnotherConsumerWrote) {
   // x feeds two convolutions: the second one's backward runs first and writes dx, the first adds.
   std::mt19937 gen(5);
   Engine e(Precision::fp32);
-  Network net(DType::f32, false, 2);
+  Network net(ElementType::f32, false, 2);
   Value* x = net.input(4, 6, 6, true);
   Value* a = net.conv(x, "a", ConvSpec::square(4, 3, 1, 1));
   Value* b = net.conv(x, "b", ConvSpec::square(4, 1, 1, 0));

@@ -132,8 +132,8 @@ std::size_t check_direction(Engine& e, const EngineCase& k, bool nhwc, ConvDirec
 
   gpu::DeviceBuffer xb(p.x.elements() * sizeof(float)), wb(p.w.elements() * sizeof(float)),
       yb(p.y.elements() * sizeof(float));
-  const TensorRef xr{xb.data(), p.x, DType::f32, nhwc}, wr{wb.data(), p.w, DType::f32, nhwc},
-      yr{yb.data(), p.y, DType::f32, nhwc};
+  const TensorRef xr{xb.data(), p.x, ElementType::f32, nhwc},
+      wr{wb.data(), p.w, ElementType::f32, nhwc}, yr{yb.data(), p.y, ElementType::f32, nhwc};
   const TensorRef& out = d == ConvDirection::forward         ? yr
                          : d == ConvDirection::backward_data ? xr
                                                              : wr;
@@ -229,9 +229,9 @@ TEST(NnConvEngines, PlanRunsInsideACapturedCudaGraph) {
   const nnref::Tensor want = nnref::conv2d_forward(xs, ws, params_of(k.spec));
   gpu::DeviceBuffer xb(p.x.elements() * sizeof(float)), wb(p.w.elements() * sizeof(float)),
       yb(p.y.elements() * sizeof(float));
-  const TensorRef yr{yb.data(), p.y, DType::f32, false};
-  upload_nchw(TensorRef{xb.data(), p.x, DType::f32, false}, xs.v);
-  upload_nchw(TensorRef{wb.data(), p.w, DType::f32, false}, ws.v);
+  const TensorRef yr{yb.data(), p.y, ElementType::f32, false};
+  upload_nchw(TensorRef{xb.data(), p.x, ElementType::f32, false}, xs.v);
+  upload_nchw(TensorRef{wb.data(), p.w, ElementType::f32, false}, ws.v);
   for (const auto& plan : plans) {
     SCOPED_TRACE(plan->name());
     gpu::DeviceBuffer workspace(plan->workspace_bytes());
@@ -262,7 +262,7 @@ TEST(NnConvEngines, ConvLayerWithEnginePlansOnlyMatchesReference) {
     SCOPED_TRACE(k.what);
     const ConvSpec& s = k.spec;
     Engine e(Precision::fp32);
-    Network net(DType::f32, false, k.n);
+    Network net(ElementType::f32, false, k.n);
     Value* x = net.input(k.c, k.h, k.w, true);
     Value* y = net.conv(x, "conv", s);
     e.build(net);
@@ -305,7 +305,7 @@ TEST(NnConvEngines, SameProblemWritingAndAddingLayersGetPlansOfTheirOwnBeta) {
   // then a (adds, beta 1). One shared plan would either drop a's term or add b's to stale data.
   std::mt19937 gen(35);
   Engine e(Precision::fp32);
-  Network net(DType::f32, false, 2);
+  Network net(ElementType::f32, false, 2);
   Value* x = net.input(8, 7, 7, true);
   Value* a = net.conv(x, "a", ConvSpec::square(8, 3, 1, 1));
   Value* b = net.conv(x, "b", ConvSpec::square(8, 3, 1, 1));

@@ -38,23 +38,24 @@ const DwCase kCases[] = {
     {3, 32, 9, 7, 2}, {2, 10, 5, 6, 2}, {3, 32, 8, 8, 1},
 };
 
-double tolerance(DType t) {
+double tolerance(ElementType t) {
   switch (t) {
-    case DType::f32: return 1e-5;
-    case DType::f16: return 1e-2;
-    case DType::bf16: return 4e-2;
+    case ElementType::f32: return 1e-5;
+    case ElementType::f16: return 1e-2;
+    case ElementType::bf16: return 4e-2;
+    default: unsupported_element_type(t, "tolerance");
   }
-  return 1e-5;
 }
 
-gpu::DeviceBuffer upload(const std::vector<float>& nchw, const Shape& s, bool nhwc, DType t) {
+gpu::DeviceBuffer upload(const std::vector<float>& nchw, const Shape& s, bool nhwc, ElementType t) {
   const std::vector<unsigned char> bytes = pack_host(nchw, s, nhwc, t);
   gpu::DeviceBuffer buf(bytes.size());
   GB_CHECK_CUDA(cudaMemcpy(buf.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   return buf;
 }
 
-std::vector<float> download(const gpu::DeviceBuffer& buf, const Shape& s, bool nhwc, DType t) {
+std::vector<float> download(const gpu::DeviceBuffer& buf, const Shape& s, bool nhwc,
+                            ElementType t) {
   std::vector<unsigned char> bytes(buf.bytes());
   GB_CHECK_CUDA(cudaMemcpy(bytes.data(), buf.data(), bytes.size(), cudaMemcpyDeviceToHost));
   return unpack_host(bytes.data(), s, nhwc, t);
@@ -62,7 +63,7 @@ std::vector<float> download(const gpu::DeviceBuffer& buf, const Shape& s, bool n
 
 // One case's reference data, rounded to the device type, and its device copies.
 struct Problem {
-  Problem(const DwCase& d, DType t, std::mt19937& gen)
+  Problem(const DwCase& d, ElementType t, std::mt19937& gen)
       : dc(d), type(t), xs(testing::random_tensor(d.n, d.c, d.h, d.w, gen)),
         ws(testing::random_tensor(d.c, 1, 3, 3, gen)), cp{d.stride, d.stride, 1, 1, 1, 1, d.c} {
     testing::round_all(xs.v, t);
@@ -79,7 +80,7 @@ struct Problem {
   Shape w_shape() const { return Shape{dc.c, 1, 3, 3}; }
 
   DwCase dc;
-  DType type;
+  ElementType type;
   nnref::Tensor xs, ws, dy;
   nnref::ConvParams cp;
   DepthwiseShape shape;
@@ -88,11 +89,11 @@ struct Problem {
   gpu::Stream stream = gpu::Stream::create();
 };
 
-class NnDepthwise : public ::testing::TestWithParam<DType> {};
+class NnDepthwise : public ::testing::TestWithParam<ElementType> {};
 
 TEST_P(NnDepthwise, ForwardMatchesReference) {
   GB_NN_REQUIRE_GPU();
-  const DType t = GetParam();
+  const ElementType t = GetParam();
   std::mt19937 gen(21);
   for (const DwCase& d : kCases) {
     SCOPED_TRACE(name_of(d) + " " + dtype_name(t));
@@ -100,7 +101,7 @@ TEST_P(NnDepthwise, ForwardMatchesReference) {
     const nnref::Tensor want = nnref::conv2d_forward(pb.xs, pb.ws, pb.cp);
     ASSERT_EQ(want.h, pb.y_shape.h);
     ASSERT_EQ(want.w, pb.y_shape.w);
-    gpu::DeviceBuffer y(pb.y_shape.elements() * dtype_bytes(t));
+    gpu::DeviceBuffer y(pb.y_shape.elements() * element_bytes(t));
     depthwise_forward(pb.x_dev.data(), pb.w_dev.data(), y.data(), pb.shape, t, pb.stream.get());
     GB_CHECK_CUDA(cudaStreamSynchronize(pb.stream.get()));
     EXPECT_LE(testing::rel_error(download(y, pb.y_shape, true, t), want.v), tolerance(t));
@@ -109,7 +110,7 @@ TEST_P(NnDepthwise, ForwardMatchesReference) {
 
 TEST_P(NnDepthwise, BackwardDataMatchesReference) {
   GB_NN_REQUIRE_GPU();
-  const DType t = GetParam();
+  const ElementType t = GetParam();
   std::mt19937 gen(22);
   for (const DwCase& d : kCases) {
     SCOPED_TRACE(name_of(d) + " " + dtype_name(t));
@@ -127,7 +128,7 @@ TEST_P(NnDepthwise, BackwardDataMatchesReference) {
 
 TEST_P(NnDepthwise, BackwardDataAddsIntoAnExistingGradient) {
   GB_NN_REQUIRE_GPU();
-  const DType t = GetParam();
+  const ElementType t = GetParam();
   std::mt19937 gen(23);
   for (const DwCase& d : kCases) {
     SCOPED_TRACE(name_of(d) + " " + dtype_name(t));
@@ -146,7 +147,7 @@ TEST_P(NnDepthwise, BackwardDataAddsIntoAnExistingGradient) {
 
 TEST_P(NnDepthwise, BackwardFilterMatchesReference) {
   GB_NN_REQUIRE_GPU();
-  const DType t = GetParam();
+  const ElementType t = GetParam();
   std::mt19937 gen(24);
   for (const DwCase& d : kCases) {
     SCOPED_TRACE(name_of(d) + " " + dtype_name(t));
@@ -164,15 +165,15 @@ TEST_P(NnDepthwise, BackwardFilterMatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, NnDepthwise,
-                         ::testing::Values(DType::f32, DType::f16, DType::bf16),
-                         [](const ::testing::TestParamInfo<DType>& i) {
+                         ::testing::Values(ElementType::f32, ElementType::f16, ElementType::bf16),
+                         [](const ::testing::TestParamInfo<ElementType>& i) {
                            return std::string(dtype_name(i.param));
                          });
 
 // The Conv layer of an FP16/BF16 NHWC network, with the input's gradient accumulated (x feeds
 // the depthwise convolution and a residual add), on the own kernels when asked for.
 void check_layer(Precision p) {
-  const DType t = testing::dtype_of(p);
+  const ElementType t = testing::dtype_of(p);
   const double tol = testing::layer_tolerance(p);
   std::mt19937 gen(31);
   for (const DwCase& d : kCases) {
@@ -223,7 +224,7 @@ TEST(NnDepthwiseLayer, CudnnOnlyWhenAskedFor) {
   GB_NN_REQUIRE_GPU();
   testing::ScopedEnv only_cudnn("GPUBASE_NN_DEPTHWISE", "cudnn");
   testing::Engine e(Precision::fp16);
-  Network net(DType::f16, true, 2);
+  Network net(ElementType::f16, true, 2);
   Value* x = net.input(32, 8, 8, true);
   net.conv(x, "dw", ConvSpec::square(32, 3, 1, 1, 32));
   e.build(net);

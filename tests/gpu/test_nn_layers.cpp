@@ -25,7 +25,7 @@ TEST(NnActivation, ReluRelu6AndAddMatchReference) {
   for (Precision p : kPrecisions) {
     for (Act act : {Act::relu, Act::relu6}) {
       SCOPED_TRACE(std::string(to_string(p)) + (act == Act::relu ? " relu" : " relu6"));
-      const DType t = testing::dtype_of(p);
+      const ElementType t = testing::dtype_of(p);
       Engine e(p);
       Network net(t, nhwc_for(p), 3);
       Value* x = net.input(5, 7, 9, true);  // 945 values: exercises the scalar tail path
@@ -54,7 +54,7 @@ TEST(NnActivation, ResidualAddSendsTheGradientToBothInputs) {
   std::mt19937 gen(22);
   for (Precision p : kPrecisions) {
     SCOPED_TRACE(std::string(to_string(p)));
-    const DType t = testing::dtype_of(p);
+    const ElementType t = testing::dtype_of(p);
     Engine e(p);
     Network net(t, nhwc_for(p), 2);
     Value* x = net.input(8, 4, 4, true);
@@ -99,7 +99,7 @@ TEST(NnPool, MaxAndAveragePoolingMatchReference) {
       SCOPED_TRACE(std::string(to_string(p)) + (s.kind == PoolKind::max ? " max " : " avg ") +
                    std::to_string(s.kernel_h) + "/" + std::to_string(s.stride_h) + " pad " +
                    std::to_string(s.pad_h));
-      const DType t = testing::dtype_of(p);
+      const ElementType t = testing::dtype_of(p);
       Engine e(p);
       Network net(t, nhwc_for(p), pc.n);
       Value* x = net.input(pc.c, pc.h, pc.w, true);
@@ -140,7 +140,7 @@ TEST(NnPool, GlobalAveragePoolingMatchesReference) {
   std::mt19937 gen(24);
   for (Precision p : kPrecisions) {
     SCOPED_TRACE(std::string(to_string(p)));
-    const DType t = testing::dtype_of(p);
+    const ElementType t = testing::dtype_of(p);
     Engine e(p);
     Network net(t, nhwc_for(p), 3);
     Value* x = net.input(24, 7, 5, true);
@@ -171,7 +171,7 @@ void check_linear(Precision p, const LinearCase& lc) {
   SCOPED_TRACE(std::string(to_string(p)) + " " + std::to_string(lc.n) + "x" +
                std::to_string(lc.in) + " -> " + std::to_string(lc.out));
   std::mt19937 gen(25);
-  const DType t = testing::dtype_of(p);
+  const ElementType t = testing::dtype_of(p);
   Engine e(p);
   Network net(t, nhwc_for(p), lc.n);
   Value* x = net.input(lc.in, 1, 1, true);

@@ -19,7 +19,7 @@ namespace gb::nn {
 namespace {
 
 struct Planned {
-  explicit Planned(Model m, DType t = DType::f32, bool nhwc = false) : net(t, nhwc, 4) {
+  explicit Planned(Model m, ElementType t = ElementType::f32, bool nhwc = false) : net(t, nhwc, 4) {
     build_model(net, m, default_input(m));
     net.plan();
   }
@@ -46,7 +46,7 @@ TEST(NnNetwork, EveryGradientHasExactlyOneWriter) {
 
 TEST(NnNetwork, ResnetBlocksEndInABatchNormThatWritesTheResidualGradient) {
   // The fused cuDNN backward (BN + add + ReLU) can only write dz, never add to it.
-  Planned p(Model::resnet50, DType::f16, true);
+  Planned p(Model::resnet50, ElementType::f16, true);
   int blocks = 0;
   for (const auto& layer : p.net.layers()) {
     if (layer->inputs.size() != 2) continue;
@@ -57,7 +57,7 @@ TEST(NnNetwork, ResnetBlocksEndInABatchNormThatWritesTheResidualGradient) {
 }
 
 TEST(NnNetwork, ParameterStoreKeepsReducedParametersFirstAndAligned) {
-  Planned p(Model::resnet50, DType::f16, true);
+  Planned p(Model::resnet50, ElementType::f16, true);
   const ParamStore& ps = p.net.params();
   std::size_t reduced_end = 0;
   for (const ParamInfo& info : ps.infos()) {
@@ -105,13 +105,13 @@ TEST(NnTensor, PackAndUnpackRoundTripInEveryLayout) {
   std::vector<float> v(s.elements());
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) - 50.f;
   for (bool nhwc : {false, true})
-    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (ElementType t : {ElementType::f32, ElementType::f16, ElementType::bf16}) {
       const std::vector<unsigned char> bytes = pack_host(v, s, nhwc, t);
-      EXPECT_EQ(bytes.size(), s.elements() * dtype_bytes(t));
+      EXPECT_EQ(bytes.size(), s.elements() * element_bytes(t));
       EXPECT_EQ(unpack_host(bytes.data(), s, nhwc, t), v) << nhwc << " " << dtype_name(t);
     }
   // NHWC puts channels innermost: element (n=0, c=1, h=0, w=0) is the second value.
-  const std::vector<unsigned char> b = pack_host(v, s, true, DType::f32);
+  const std::vector<unsigned char> b = pack_host(v, s, true, ElementType::f32);
   float second;
   std::memcpy(&second, b.data() + 4, 4);
   EXPECT_EQ(second, v[static_cast<std::size_t>(s.h * s.w)]);

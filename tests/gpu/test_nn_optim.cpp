@@ -45,7 +45,7 @@ TEST(NnLoss, SoftmaxCrossEntropyMatchesReference) {
   for (const Case& c : cases) {
     SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.classes) + " " +
                  std::string(to_string(c.p)));
-    const DType t = testing::dtype_of(c.p);
+    const ElementType t = testing::dtype_of(c.p);
     nnref::Tensor logits = testing::random_tensor(c.rows, c.classes, 1, 1, gen, -4.f, 4.f);
     testing::round_all(logits.v, t);
     std::vector<int> labels(static_cast<std::size_t>(c.rows));
@@ -57,7 +57,7 @@ TEST(NnLoss, SoftmaxCrossEntropyMatchesReference) {
     const std::size_t want_correct = nnref::count_correct(logits, labels);
 
     const Shape s{c.rows, c.classes, 1, 1};
-    gpu::DeviceBuffer d_logits(s.elements() * dtype_bytes(t)), d_grad(d_logits.bytes());
+    gpu::DeviceBuffer d_logits(s.elements() * element_bytes(t)), d_grad(d_logits.bytes());
     gpu::DeviceBuffer d_labels(labels32.size() * 4), d_scale(4), d_record(sizeof(StepRecord)),
         d_correct(4);
     upload_nchw(TensorRef{d_logits.data(), s, t, false}, logits.v);
@@ -84,7 +84,7 @@ TEST(NnLoss, SoftmaxCrossEntropyMatchesReference) {
 // A store with one reduced-precision parameter and one FP32-only parameter, both with sizes
 // that are not multiples of the 64-element alignment.
 struct SgdFixture {
-  explicit SgdFixture(DType lp) : store(lp) {
+  explicit SgdFixture(ElementType lp) : store(lp) {
     a = store.add("a.weight", Shape{5, 3, 3, 3}, true, false, Init::constant(0.f));
     b = store.add("b.weight", Shape{37, 1, 1, 1}, false, false, Init::constant(0.f));
     store.plan();
@@ -94,7 +94,7 @@ struct SgdFixture {
   int a = 0, b = 0;
 };
 
-void check_sgd(DType lp, float scale) {
+void check_sgd(ElementType lp, float scale) {
   SCOPED_TRACE(std::string(dtype_name(lp)) + " scale " + std::to_string(scale));
   std::mt19937 gen(41);
   SgdFixture f(lp);
@@ -110,7 +110,7 @@ void check_sgd(DType lp, float scale) {
   f.store.set_master(f.a, wa);
   f.store.set_master(f.b, wb);
   std::vector<float> ma, mb;  // reference momentum (created by nnref on the first step)
-  const bool reduced = lp != DType::f32;
+  const bool reduced = lp != ElementType::f32;
   for (int step = 0; step < 3; ++step) {
     std::vector<float> ga = testing::random_vector(wa.size(), gen);
     std::vector<float> gb = testing::random_vector(wb.size(), gen);
@@ -158,13 +158,13 @@ void check_sgd(DType lp, float scale) {
 
 TEST(NnSgd, FusedKernelMatchesReferenceFp32) {
   GB_NN_REQUIRE_GPU();
-  check_sgd(DType::f32, 1.f);
+  check_sgd(ElementType::f32, 1.f);
 }
 
 TEST(NnSgd, FusedKernelUnscalesSkipsAndWritesReducedCopies) {
   GB_NN_REQUIRE_GPU();
-  check_sgd(DType::f16, 1024.f);
-  check_sgd(DType::bf16, 1.f);
+  check_sgd(ElementType::f16, 1024.f);
+  check_sgd(ElementType::bf16, 1.f);
 }
 
 TEST(NnScaler, UpdateKernelMatchesReferenceOverASequence) {
@@ -223,7 +223,7 @@ TEST(NnScaler, NonfiniteCheckFindsInfAndNanInEitherGradientSection) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (int which = 0; which < 5; ++which) {
     SCOPED_TRACE("case " + std::to_string(which));
-    SgdFixture f(DType::f16);
+    SgdFixture f(ElementType::f16);
     std::vector<float> ga(f.store.info(f.a).shape.elements(), 0.5f);
     std::vector<float> gb(f.store.info(f.b).shape.elements(), -0.25f);
     if (which == 1) ga[7] = inf;
@@ -244,7 +244,7 @@ TEST(NnScaler, NonfiniteCheckFindsInfAndNanInEitherGradientSection) {
 TEST(NnScaler, OverflowInTheReducedTypeIsFound) {
   GB_NN_REQUIRE_GPU();
   // 70000 does not fit FP16 (max 65504): the gradient becomes inf in storage.
-  SgdFixture f(DType::f16);
+  SgdFixture f(ElementType::f16);
   std::vector<float> ga(f.store.info(f.a).shape.elements(), 1.f);
   ga[3] = 70000.f;
   f.store.set_grad(f.a, ga);

@@ -21,7 +21,7 @@ namespace gb::nn {
 namespace {
 
 std::size_t count_parameters(Model m) {
-  Network net(DType::f32, false, 1);
+  Network net(ElementType::f32, false, 1);
   build_model(net, m, default_input(m));
   return net.params().count();
 }
@@ -59,12 +59,10 @@ struct OwnBatch {
   OwnBatch(const Trainer& t, std::uint64_t seed) {
     const TrainerOptions& o = t.options();
     const InputFormat f = t.input_format();
-    const DType dt = f.dtype == InputFormat::DType::f16    ? DType::f16
-                     : f.dtype == InputFormat::DType::bf16 ? DType::bf16
-                                                           : DType::f32;
+    const ElementType dt = f.dtype;
     const std::size_t n = static_cast<std::size_t>(o.batch) * o.input.channels *
                           o.input.height * o.input.width;
-    images = gpu::DeviceBuffer(n * dtype_bytes(dt));
+    images = gpu::DeviceBuffer(n * element_bytes(dt));
     labels = gpu::DeviceBuffer(static_cast<std::size_t>(o.batch) * sizeof(std::int32_t));
     fill_normal(images.data(), n, dt, seed, t.stream());
     fill_labels(labels.as<std::int32_t>(), static_cast<std::size_t>(o.batch), o.input.classes,

@@ -77,7 +77,7 @@ inline std::vector<float> random_vector(std::size_t n, std::mt19937& gen, float 
   return v;
 }
 
-inline void round_all(std::vector<float>& v, DType t) {
+inline void round_all(std::vector<float>& v, ElementType t) {
   for (float& x : v) x = round_to(t, x);
 }
 
@@ -103,8 +103,10 @@ inline double layer_tolerance(Precision p) {
   return 1e-4;
 }
 
-inline DType dtype_of(Precision p) {
-  return p == Precision::fp16 ? DType::f16 : p == Precision::bf16 ? DType::bf16 : DType::f32;
+inline ElementType dtype_of(Precision p) {
+  return p == Precision::fp16   ? ElementType::f16
+         : p == Precision::bf16 ? ElementType::bf16
+                                : ElementType::f32;
 }
 
 struct Engine {

@@ -19,15 +19,6 @@ bool has_gpu() {
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
-ElementType element_of(data::TensorType t) {
-  switch (t) {
-    case data::TensorType::f32: return ElementType::f32;
-    case data::TensorType::f16: return ElementType::f16;
-    case data::TensorType::bf16: return ElementType::bf16;
-  }
-  return ElementType::f32;
-}
-
 TEST(NormalizeKernel, MatchesTheCpuReferenceBitForBit) {
   if (!has_gpu()) GTEST_SKIP() << "no CUDA device";
   const data::BatchShape shapes[] = {{1, 1, 1, 3}, {3, 7, 5, 3}, {2, 31, 33, 1}, {4, 16, 9, 4},
@@ -40,19 +31,19 @@ TEST(NormalizeKernel, MatchesTheCpuReferenceBitForBit) {
     GB_CHECK_CUDA(cudaMemcpy(d_src.data(), src.data(), src.size(), cudaMemcpyHostToDevice));
     const data::Normalization norm = data::imagenet_normalization();
     for (const auto layout : {data::TensorLayout::nchw, data::TensorLayout::nhwc})
-      for (const auto type : {data::TensorType::f32, data::TensorType::f16, data::TensorType::bf16}) {
-        const std::size_t bytes = s.elements() * data::element_bytes(type);
+      for (const auto type : {ElementType::f32, ElementType::f16, ElementType::bf16}) {
+        const std::size_t bytes = s.elements() * element_bytes(type);
         std::vector<std::uint8_t> want(bytes), got(bytes);
         data::normalize_reference(src.data(), s, layout, type, norm, want.data());
         DeviceBuffer d_dst(bytes);
         normalize_batch(d_src.as<std::uint8_t>(),
                         NormalizeShape{s.n, s.h, s.w, s.c, layout == data::TensorLayout::nchw},
-                        element_of(type), norm.mean.data(), norm.stddev.data(), d_dst.data(),
+                        type, norm.mean.data(), norm.stddev.data(), d_dst.data(),
                         nullptr);
         GB_CHECK_CUDA(cudaMemcpy(got.data(), d_dst.data(), bytes, cudaMemcpyDeviceToHost));
         EXPECT_EQ(std::memcmp(want.data(), got.data(), bytes), 0)
             << s.n << "x" << s.h << "x" << s.w << "x" << s.c << " " << data::to_string(layout)
-            << " " << data::to_string(type);
+            << " " << gb::to_string(type);
       }
   }
 }

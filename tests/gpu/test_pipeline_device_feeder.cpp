@@ -74,7 +74,7 @@ TEST(PipelineDeviceFeeder, TensorsMatchTheCpuReferenceAndSlotsComeBack) {
     const void* x = feeder.submit(*b, compute.get());
     const data::BatchShape shape{static_cast<int>(b->size), kH, kW, kC};
     std::vector<std::uint8_t> want(shape.elements() * 2), got(want.size());
-    data::normalize_reference(host.data(), shape, data::TensorLayout::nchw, data::TensorType::bf16,
+    data::normalize_reference(host.data(), shape, data::TensorLayout::nchw, ElementType::bf16,
                               norm, want.data());
     GB_CHECK_CUDA(
         cudaMemcpyAsync(got.data(), x, got.size(), cudaMemcpyDeviceToHost, compute.get()));

@@ -126,7 +126,7 @@ class InputPipelineGpu : public ::testing::TestWithParam<DecodeMode> {
     PipelineOptions o;
     o.batch = kBatch;
     o.image_size = kSize;
-    o.dtype = data::TensorType::f32;
+    o.dtype = ElementType::f32;
     o.decode = GetParam();
     if (o.decode == DecodeMode::both) o.gpu_share = kShare;
     o.workers = 2;
@@ -162,7 +162,7 @@ void InputPipelineGpu::expect_image(const Reference& ref, std::size_t j,
   if (o.decode == DecodeMode::cpu) {
     const data::BatchShape one{1, o.image_size, o.image_size, 3};
     std::vector<float> want(image);
-    data::normalize_reference(cpu, one, data::TensorLayout::nchw, data::TensorType::f32, o.norm,
+    data::normalize_reference(cpu, one, data::TensorLayout::nchw, ElementType::f32, o.norm,
                               want.data());
     const std::vector<float> got(out.begin() + static_cast<std::ptrdiff_t>(j * image),
                                  out.begin() + static_cast<std::ptrdiff_t>((j + 1) * image));
@@ -267,7 +267,7 @@ TEST_P(InputPipelineGpu, NhwcBf16IsTheSameBatchLaidOutAndRounded) {
   const PipelineOptions nchw = options();
   PipelineOptions nhwc = nchw;
   nhwc.layout = data::TensorLayout::nhwc;
-  nhwc.dtype = data::TensorType::bf16;
+  nhwc.dtype = ElementType::bf16;
   std::array<std::int64_t, 4> shape_f32{}, shape_bf16{};
   const std::vector<float> f32 = first_batch<float>(*dataset_, nchw, shape_f32);
   const std::vector<std::uint16_t> bf16 = first_batch<std::uint16_t>(*dataset_, nhwc, shape_bf16);

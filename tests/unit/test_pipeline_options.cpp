@@ -126,9 +126,9 @@ TEST(PipelineOptions, CpuLoaderOptionsCarryTheBatchSeedAndPixels) {
 TEST(PipelineOptions, TensorBytesFollowTheElementType) {
   PipelineOptions o;
   o.image_size = 224;
-  o.dtype = data::TensorType::bf16;
+  o.dtype = ElementType::bf16;
   EXPECT_EQ(tensor_bytes(o, 256), 256u * 224 * 224 * 3 * 2);
-  o.dtype = data::TensorType::f32;
+  o.dtype = ElementType::f32;
   EXPECT_EQ(tensor_bytes(o, 1), 224u * 224 * 3 * 4);
 }
 

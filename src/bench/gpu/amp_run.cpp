@@ -62,22 +62,22 @@ struct DeviceSplit {
 
 // Rows are allocated up to a whole number of batches (zeros past the end): the engine's forward
 // pass reads a full batch even when evaluate() counts fewer.
-DeviceSplit upload(const HostSplit& s, nn::InputFormat::DType dtype, std::size_t batch) {
+DeviceSplit upload(const HostSplit& s, ElementType dtype, std::size_t batch) {
   DeviceSplit d;
-  const std::size_t elem = dtype == nn::InputFormat::DType::f32 ? 4 : 2;
+  const std::size_t elem = element_bytes(dtype);
   const std::size_t rows = (s.n + batch - 1) / batch * batch;
   d.row_bytes = s.row * elem;
   d.x = gpu::DeviceBuffer(rows * d.row_bytes);
   d.y = gpu::DeviceBuffer(rows * sizeof(std::int32_t));
   GB_CHECK_CUDA(cudaMemset(d.x.data(), 0, d.x.bytes()));
   GB_CHECK_CUDA(cudaMemset(d.y.data(), 0, d.y.bytes()));
-  if (dtype == nn::InputFormat::DType::f32) {
+  if (dtype == ElementType::f32) {
     GB_CHECK_CUDA(cudaMemcpy(d.x.data(), s.x.data(), s.x.size() * 4, cudaMemcpyHostToDevice));
   } else {
     std::vector<std::uint16_t> bits(s.x.size());
     for (std::size_t i = 0; i < bits.size(); ++i)
-      bits[i] = dtype == nn::InputFormat::DType::f16 ? float_to_half_bits(s.x[i])
-                                                     : float_to_bf16_bits(s.x[i]);
+      bits[i] = dtype == ElementType::f16 ? float_to_half_bits(s.x[i])
+                                          : float_to_bf16_bits(s.x[i]);
     GB_CHECK_CUDA(cudaMemcpy(d.x.data(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
   }
   GB_CHECK_CUDA(cudaMemcpy(d.y.data(), s.y.data(), s.n * 4, cudaMemcpyHostToDevice));

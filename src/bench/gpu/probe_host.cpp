@@ -127,31 +127,16 @@ void host_bandwidth(const ProbeContext& ctx, ResultSink& sink, int threads) {
   }
 }
 
-void h2d_contention(const ProbeContext& ctx, ResultSink& sink, int threads) {
-  auto skip = [&](const std::string& reason) {
-    sink.add(Result::skipped(kLoadedKey, kLoadedLabel, "GB/s", reason));
-    sink.add(Result::skipped(kSlowdownKey, kSlowdownLabel, "%", reason));
-    sink.progress("host: H2D under CPU load skipped: " + reason);
-  };
-  const int load_threads = threads - 1;  // one hardware thread left for the thread driving the GPU
-  if (load_threads < 1) {
-    skip("needs at least 2 hardware threads (one drives the GPU, the others load memory)");
-    return;
-  }
+// Both H2D results failed with the same wrong result.
+void wrong_h2d(ResultSink& sink, const std::string& err) {
+  sink.add(wrong(kLoadedKey, kLoadedLabel, "GB/s", err));
+  sink.add(wrong(kSlowdownKey, kSlowdownLabel, "%", err));
+}
 
-  const gpu::Stream stream = gpu::Stream::create();
-  const cudaStream_t s = stream.get();
-  gpu::PinnedBuffer host;
-  gpu::DeviceBuffer dev;
-  try {
-    host = gpu::PinnedBuffer(kTransferBytes);
-    dev = gpu::DeviceBuffer(kTransferBytes);
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::runtime) throw;
-    (void)cudaGetLastError();  // a failed allocation is not sticky; clear it for later checks
-    skip(std::string("could not allocate transfer buffers: ") + e.what());
-    return;
-  }
+// Check: fills the pinned buffer with the pattern and copies it once; the error when the
+// device's checksum is wrong, empty when it is right.
+std::string check_h2d_copy(const gpu::PinnedBuffer& host, const gpu::DeviceBuffer& dev,
+                           cudaStream_t s) {
   const std::size_t n = kTransferBytes / 4;
   std::uint32_t* h = host.as<std::uint32_t>();
   for (std::size_t i = 0; i < n; ++i) h[i] = gpu::pattern_u32(i, kSeed);
@@ -159,62 +144,43 @@ void h2d_contention(const ProbeContext& ctx, ResultSink& sink, int threads) {
   GB_CHECK_CUDA(
       cudaMemcpyAsync(dev.data(), host.data(), kTransferBytes, cudaMemcpyHostToDevice, s));
   const std::uint32_t got = gpu::device_checksum_u32(dev.as<std::uint32_t>(), n, s);
-  if (got != gpu::expected_pattern_sum(n, kSeed)) {
-    const std::string err = "H2D copy checksum " + std::to_string(got) + ", expected " +
-                            std::to_string(gpu::expected_pattern_sum(n, kSeed));
-    sink.add(wrong(kLoadedKey, kLoadedLabel, "GB/s", err));
-    sink.add(wrong(kSlowdownKey, kSlowdownLabel, "%", err));
-    return;
-  }
+  if (got == gpu::expected_pattern_sum(n, kSeed)) return {};
+  return "H2D copy checksum " + std::to_string(got) + ", expected " +
+         std::to_string(gpu::expected_pattern_sum(n, kSeed));
+}
 
+// Trials: timed pinned H2D copies of kTransferBytes (2 warm-up, at least 10 and the minimum
+// time), in GB/s per repetition.
+std::vector<double> h2d_gbps(const ProbeContext& ctx, const gpu::PinnedBuffer& host,
+                             const gpu::DeviceBuffer& dev, cudaStream_t s) {
   gpu::TimingPlan plan;
   plan.warmup = 2;
   plan.repetitions = 10;
   plan.min_total_ms = ctx.options.quick ? 200 : 400;
   plan.max_repetitions = 400;
-  const auto h2d_gbps = [&] {
-    const std::vector<double> ms = gpu::time_on_stream(s, plan, [&](cudaStream_t st) {
-      gpu::memcpy_repeated(dev.data(), host.data(), kTransferBytes, 1, cudaMemcpyHostToDevice, st);
-    });
-    std::vector<double> gbps;
-    for (const double t : ms)
-      gbps.push_back(static_cast<double>(kTransferBytes) / (t * 1e-3) / 1e9);
-    return gbps;
-  };
+  const std::vector<double> ms = gpu::time_on_stream(s, plan, [&](cudaStream_t st) {
+    gpu::memcpy_repeated(dev.data(), host.data(), kTransferBytes, 1, cudaMemcpyHostToDevice, st);
+  });
+  std::vector<double> gbps;
+  for (const double t : ms) gbps.push_back(static_cast<double>(kTransferBytes) / (t * 1e-3) / 1e9);
+  return gbps;
+}
 
-  throw_if_cancelled();
-  const double alone = compute_stats(h2d_gbps()).median;
-
-  throw_if_cancelled();
-  // Per thread, two buffers of load_bytes: past any LLC share, and halved (not below 8 MiB)
-  // while all threads together would take more than a quarter of the available memory.
+// Per thread, two buffers of the returned size: past any LLC share, and halved (not below
+// 8 MiB) while all threads together would take more than a quarter of the available memory.
+std::size_t load_buffer_bytes(const ProbeContext& ctx, int load_threads) {
   std::size_t load_bytes = (ctx.options.quick ? 32 : 64) * kMiB;
   if (const auto available = memory_available_bytes())
     while (load_bytes > 8 * kMiB &&
            2 * load_bytes * static_cast<std::size_t>(load_threads) > *available / 4)
       load_bytes /= 2;
-  std::optional<sys::HostCopyLoad> load;
-  try {
-    load.emplace(load_bytes, load_threads, /*first_cpu=*/1);
-  } catch (const std::bad_alloc&) {
-    skip("could not allocate the CPU copy load's buffers");
-    return;
-  }
-  sys::TelemetrySampler sampler(ctx.nvml, std::chrono::milliseconds(10));
-  sampler.start();
-  std::vector<double> loaded = h2d_gbps();
-  const Telemetry telemetry = sampler.stop();
-  const sys::HostCopyLoad::Summary summary = load->stop();
-  if (!summary.allocated) {
-    skip(summary.error);
-    return;
-  }
-  if (!summary.valid) {
-    sink.add(wrong(kLoadedKey, kLoadedLabel, "GB/s", summary.error));
-    sink.add(wrong(kSlowdownKey, kSlowdownLabel, "%", summary.error));
-    return;
-  }
+  return load_bytes;
+}
 
+// Summaries: H2D under load and its slowdown against the median alone, with the load's facts.
+void add_contention_results(ResultSink& sink, double alone, std::vector<double> loaded,
+                            const Telemetry& telemetry, const sys::HostCopyLoad::Summary& summary,
+                            int load_threads, std::size_t load_bytes) {
   std::vector<double> slowdown;
   for (const double g : loaded) slowdown.push_back(100.0 * (1.0 - g / alone));
   const auto add_params = [&](Result& r) {
@@ -238,6 +204,66 @@ void h2d_contention(const ProbeContext& ctx, ResultSink& sink, int threads) {
                 fixed(summary.gbps, 0) + " GB/s on " + std::to_string(load_threads) + " threads)");
   sink.add(std::move(r));
   sink.add(std::move(d));
+}
+
+void h2d_contention(const ProbeContext& ctx, ResultSink& sink, int threads) {
+  auto skip = [&](const std::string& reason) {
+    sink.add(Result::skipped(kLoadedKey, kLoadedLabel, "GB/s", reason));
+    sink.add(Result::skipped(kSlowdownKey, kSlowdownLabel, "%", reason));
+    sink.progress("host: H2D under CPU load skipped: " + reason);
+  };
+  const int load_threads = threads - 1;  // one hardware thread left for the thread driving the GPU
+  if (load_threads < 1) {
+    skip("needs at least 2 hardware threads (one drives the GPU, the others load memory)");
+    return;
+  }
+
+  // Initialise: the stream and the transfer buffers, then one checked copy.
+  const gpu::Stream stream = gpu::Stream::create();
+  const cudaStream_t s = stream.get();
+  gpu::PinnedBuffer host;
+  gpu::DeviceBuffer dev;
+  try {
+    host = gpu::PinnedBuffer(kTransferBytes);
+    dev = gpu::DeviceBuffer(kTransferBytes);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::runtime) throw;
+    (void)cudaGetLastError();  // a failed allocation is not sticky; clear it for later checks
+    skip(std::string("could not allocate transfer buffers: ") + e.what());
+    return;
+  }
+  if (const std::string err = check_h2d_copy(host, dev, s); !err.empty()) {
+    wrong_h2d(sink, err);
+    return;
+  }
+
+  // Trials alone, then under the CPU copy load on the other hardware threads.
+  throw_if_cancelled();
+  const double alone = compute_stats(h2d_gbps(ctx, host, dev, s)).median;
+  throw_if_cancelled();
+  const std::size_t load_bytes = load_buffer_bytes(ctx, load_threads);
+  std::optional<sys::HostCopyLoad> load;
+  try {
+    load.emplace(load_bytes, load_threads, /*first_cpu=*/1);
+  } catch (const std::bad_alloc&) {
+    skip("could not allocate the CPU copy load's buffers");
+    return;
+  }
+  sys::TelemetrySampler sampler(ctx.nvml, std::chrono::milliseconds(10));
+  sampler.start();
+  std::vector<double> loaded = h2d_gbps(ctx, host, dev, s);
+  const Telemetry telemetry = sampler.stop();
+  const sys::HostCopyLoad::Summary summary = load->stop();
+  if (!summary.allocated) {
+    skip(summary.error);
+    return;
+  }
+  if (!summary.valid) {
+    wrong_h2d(sink, summary.error);
+    return;
+  }
+  add_contention_results(sink, alone, std::move(loaded), telemetry, summary, load_threads,
+                         load_bytes);
 }
 
 }  // namespace

@@ -57,18 +57,10 @@ void report(const ProbeContext& ctx, ResultSink& sink, const char* key, const ch
   sink.add(std::move(r));
 }
 
-}  // namespace
-
-void probe_latency(const ProbeContext& ctx, ResultSink& sink) {
-  const bool quick = ctx.options.quick;
-  const gpu::Stream stream = gpu::Stream::create();
+// Kernel launch as the CPU sees it: back-to-back enqueues of an empty kernel.
+void launch_host(const ProbeContext& ctx, ResultSink& sink, const gpu::Stream& stream) {
   const cudaStream_t s = stream.get();
-
-  // Warm-up: module load and the first launches are much slower than steady state.
-  gpu::launch_empty_kernels(100, s);
-  stream.synchronize();
-
-  const int host_samples = quick ? 5 : 20;
+  const int host_samples = ctx.options.quick ? 5 : 20;
   report(ctx, sink, "probe.latency.launch_host.us", "Kernel launch, host side (enqueue only)",
          [&] {
            std::vector<double> us;
@@ -84,8 +76,12 @@ void probe_latency(const ProbeContext& ctx, ResultSink& sink) {
            "host clock around back-to-back launches of an empty kernel, divided by "
            "their number"},
           {.name = "launches_per_sample", .number = kLaunchesPerSample, .decimals = 0}});
+}
 
-  const int single_samples = quick ? 200 : 1000;
+// One launch and the wait for it, end to end (20 untimed first).
+void launch_e2e(const ProbeContext& ctx, ResultSink& sink, const gpu::Stream& stream) {
+  const cudaStream_t s = stream.get();
+  const int single_samples = ctx.options.quick ? 200 : 1000;
   report(ctx, sink, "probe.latency.launch_e2e.us", "Kernel launch, end to end (launch + wait)",
          [&] {
            for (int i = 0; i < 20; ++i) {
@@ -102,42 +98,48 @@ void probe_latency(const ProbeContext& ctx, ResultSink& sink) {
            return us;
          },
          {{"method", "host clock around one empty-kernel launch and cudaStreamSynchronize"}});
+}
 
-  // Graph: capture, check what was captured, then time replays with events.
-  {
-    throw_if_cancelled();
-    const gpu::CudaGraph graph = gpu::capture_empty_kernels(kGraphKernels, s);
-    const std::size_t nodes = gpu::graph_node_count(graph);
-    const char* key = "probe.latency.graph_per_kernel.us";
-    const char* label = "Per kernel inside a replayed CUDA graph";
-    if (nodes != static_cast<std::size_t>(kGraphKernels)) {
-      Result r = Result::skipped(key, label, "us", "");
-      r.status = Status::fail;
-      r.reason = "wrong result, not timed: the captured graph has " + std::to_string(nodes) +
-                 " nodes, expected " + std::to_string(kGraphKernels);
-      sink.add(std::move(r));
-    } else {
-      const gpu::CudaGraphExec exec = graph.instantiate();
-      GB_CHECK_CUDA(cudaGraphUpload(exec.get(), s));
-      gpu::TimingPlan plan;
-      plan.warmup = 3;
-      plan.repetitions = quick ? 5 : 20;
-      report(ctx, sink, key, label,
-             [&] {
-               const std::vector<double> ms = gpu::time_on_stream(s, plan, [&](cudaStream_t st) {
-                 GB_CHECK_CUDA(cudaGraphLaunch(exec.get(), st));
-               });
-               std::vector<double> us;
-               for (const double t : ms) us.push_back(t * 1000.0 / kGraphKernels);
-               return us;
-             },
-             {{"method",
-               "CUDA events around one replay of a graph of empty kernels captured "
-               "from a stream, divided by the kernel count"},
-              {.name = "kernels_per_graph", .number = kGraphKernels, .decimals = 0}});
-    }
+// Graph: capture, check what was captured, then time replays with events.
+void graph_per_kernel(const ProbeContext& ctx, ResultSink& sink, const gpu::Stream& stream) {
+  const cudaStream_t s = stream.get();
+  throw_if_cancelled();
+  const gpu::CudaGraph graph = gpu::capture_empty_kernels(kGraphKernels, s);
+  const std::size_t nodes = gpu::graph_node_count(graph);
+  const char* key = "probe.latency.graph_per_kernel.us";
+  const char* label = "Per kernel inside a replayed CUDA graph";
+  if (nodes != static_cast<std::size_t>(kGraphKernels)) {
+    Result r = Result::skipped(key, label, "us", "");
+    r.status = Status::fail;
+    r.reason = "wrong result, not timed: the captured graph has " + std::to_string(nodes) +
+               " nodes, expected " + std::to_string(kGraphKernels);
+    sink.add(std::move(r));
+    return;
   }
+  const gpu::CudaGraphExec exec = graph.instantiate();
+  GB_CHECK_CUDA(cudaGraphUpload(exec.get(), s));
+  gpu::TimingPlan plan;
+  plan.warmup = 3;
+  plan.repetitions = ctx.options.quick ? 5 : 20;
+  report(ctx, sink, key, label,
+         [&] {
+           const std::vector<double> ms = gpu::time_on_stream(s, plan, [&](cudaStream_t st) {
+             GB_CHECK_CUDA(cudaGraphLaunch(exec.get(), st));
+           });
+           std::vector<double> us;
+           for (const double t : ms) us.push_back(t * 1000.0 / kGraphKernels);
+           return us;
+         },
+         {{"method",
+           "CUDA events around one replay of a graph of empty kernels captured "
+           "from a stream, divided by the kernel count"},
+          {.name = "kernels_per_graph", .number = kGraphKernels, .decimals = 0}});
+}
 
+// An event record and the wait for it on an idle stream (20 untimed first).
+void event_roundtrip(const ProbeContext& ctx, ResultSink& sink, const gpu::Stream& stream) {
+  const cudaStream_t s = stream.get();
+  const int single_samples = ctx.options.quick ? 200 : 1000;
   report(ctx, sink, "probe.latency.event_roundtrip.us", "Event record + synchronize round trip",
          [&] {
            const gpu::Event event = gpu::Event::create(cudaEventDisableTiming);
@@ -157,6 +159,21 @@ void probe_latency(const ProbeContext& ctx, ResultSink& sink) {
          {{"method",
            "host clock around cudaEventRecord on an idle stream and "
            "cudaEventSynchronize (spin wait, timing disabled)"}});
+}
+
+}  // namespace
+
+void probe_latency(const ProbeContext& ctx, ResultSink& sink) {
+  const gpu::Stream stream = gpu::Stream::create();
+
+  // Warm-up: module load and the first launches are much slower than steady state.
+  gpu::launch_empty_kernels(100, stream.get());
+  stream.synchronize();
+
+  launch_host(ctx, sink, stream);
+  launch_e2e(ctx, sink, stream);
+  graph_per_kernel(ctx, sink, stream);
+  event_roundtrip(ctx, sink, stream);
 }
 
 }  // namespace gb::bench

@@ -38,10 +38,7 @@ namespace gb::bench {
 namespace {
 
 std::string layout_text(const nn::InputFormat& f) {
-  const char* dtype = f.dtype == nn::InputFormat::DType::f32   ? "fp32"
-                      : f.dtype == nn::InputFormat::DType::f16 ? "fp16"
-                                                               : "bf16";
-  return std::string(f.nhwc ? "NHWC " : "NCHW ") + dtype;
+  return std::string(f.nhwc ? "NHWC " : "NCHW ") + std::string(to_string(f.dtype));
 }
 
 // Device memory in use now (total - free), for the before/after difference.
@@ -122,9 +119,7 @@ pipeline::PipelineOptions train_pipeline_options(const TrainBenchOptions& o, con
   po.batch = static_cast<std::size_t>(c.batch);
   po.image_size = in.height;
   po.layout = f.nhwc ? data::TensorLayout::nhwc : data::TensorLayout::nchw;
-  po.dtype = f.dtype == nn::InputFormat::DType::f32   ? data::TensorType::f32
-             : f.dtype == nn::InputFormat::DType::f16 ? data::TensorType::f16
-                                                      : data::TensorType::bf16;
+  po.dtype = f.dtype;
   po.decode = o.data_decode;
   if (o.data_decode == pipeline::DecodeMode::both && o.data_gpu_share > 0)
     po.gpu_share = o.data_gpu_share;

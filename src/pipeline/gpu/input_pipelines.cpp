@@ -96,7 +96,7 @@ class CpuDecodePipeline final : public PipelineBase {
                 DeviceFeeder::pinned_slot_allocator()),
         feeder_(gpu::NormalizeShape{static_cast<int>(o.batch), o.image_size, o.image_size, 3,
                                     o.layout == data::TensorLayout::nchw},
-                element_type(o.dtype), o.norm.mean.data(), o.norm.stddev.data()) {
+                o.dtype, o.norm.mean.data(), o.norm.stddev.data()) {
     loader_.start_epoch(epoch_);
   }
   ~CpuDecodePipeline() override {

@@ -30,18 +30,6 @@ std::size_t image_bytes(const SlotRecord& r) {
 
 }  // namespace
 
-gpu::ElementType element_type(data::TensorType t) {
-  switch (t) {
-    case data::TensorType::f32:
-      return gpu::ElementType::f32;
-    case data::TensorType::f16:
-      return gpu::ElementType::f16;
-    case data::TensorType::bf16:
-      return gpu::ElementType::bf16;
-  }
-  return gpu::ElementType::bf16;
-}
-
 data::ProcessFn nvjpeg_reader_process(const gpu::NvjpegDecoder& decoder, unsigned workers,
                                       std::size_t max_jpeg_bytes) {
   auto parsers =
@@ -94,7 +82,7 @@ NvjpegBatchStage::NvjpegBatchStage(gpu::NvjpegDecoder& decoder, const PipelineOp
       stream_(gpu::Stream::create()),
       shape_{static_cast<int>(o.batch), o.image_size, o.image_size, 3,
              o.layout == data::TensorLayout::nchw},
-      out_(element_type(o.dtype)) {
+      out_(o.dtype) {
   for (int c = 0; c < 4; ++c) {
     mean_[c] = o.norm.mean[c];
     stddev_[c] = o.norm.stddev[c];

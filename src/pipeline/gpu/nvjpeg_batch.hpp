@@ -108,7 +108,4 @@ class NvjpegBatchStage {
   gpu::NvjpegDecoder::DecodeStatus status_;      // per batch position
 };
 
-// data::TensorType as the kernels' element type.
-gpu::ElementType element_type(data::TensorType t);
-
 }  // namespace gb::pipeline
