@@ -17,7 +17,11 @@ struct DatasetSpec {
   std::filesystem::path path;
   std::string split = "train";  // IDX only: "train" or "t10k"
   bool strict = false;
-  bool verify_reads = false;  // packs only
+  // Packs only: every sample read is checked against its CRC-32C, so a damaged sample is an
+  // error (a bad sample for the loader, counted and substituted) instead of bytes passed on:
+  // a damaged pack cannot be re-packed or exported into a clean-looking copy. About 15 us per
+  // 110 KB JPEG with SSE4.2, 1 % of its decode.
+  bool verify_reads = true;
 };
 
 // Throws gb::Error (usage) naming the path when it does not exist or matches no format.

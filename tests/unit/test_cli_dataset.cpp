@@ -157,8 +157,8 @@ TEST_F(DatasetCommand, PackThenVerifyIsOk) {
   EXPECT_EQ(verify.out.rfind("ok: 12 samples", 0), 0u) << verify.out;
 }
 
-TEST_F(DatasetCommand, VerifyFailsNamingTheCorruptSample) {
-  const fs::path file = packed("bad.gbpack");
+// Flips one byte inside sample 5's payload (its CRC no longer matches).
+void damage_sample5(const fs::path& file) {
   std::vector<char> b(fs::file_size(file));
   std::ifstream(file, std::ios::binary).read(b.data(), static_cast<std::streamsize>(b.size()));
   // Header: index offset at byte 64, payload offset at byte 80; entry i: its offset first.
@@ -166,6 +166,25 @@ TEST_F(DatasetCommand, VerifyFailsNamingTheCorruptSample) {
   const std::uint64_t at = load_u64(b, 80) + entry5 + 100;
   b[at] = static_cast<char>(b[at] ^ 0x01);
   std::ofstream(file, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
+TEST_F(DatasetCommand, ADamagedPackIsNotRepackedOrExportedIntoACleanCopy) {
+  const fs::path file = packed("launder.gbpack");
+  damage_sample5(file);
+  const CommandResult pack =
+      dataset({"pack", "--data", file.string(), "--out", tmp("copy.gbpack").string()});
+  EXPECT_EQ(pack.code, 2);
+  EXPECT_NE(pack.err.find("launder.gbpack#5: checksum mismatch"), std::string::npos) << pack.err;
+  EXPECT_FALSE(fs::exists(tmp("copy.gbpack")));
+  const CommandResult exp =
+      dataset({"export", "--data", file.string(), "--to-folder", tmp("copy-tree").string()});
+  EXPECT_EQ(exp.code, 2);
+  EXPECT_NE(exp.err.find("launder.gbpack#5: checksum mismatch"), std::string::npos) << exp.err;
+}
+
+TEST_F(DatasetCommand, VerifyFailsNamingTheCorruptSample) {
+  const fs::path file = packed("bad.gbpack");
+  damage_sample5(file);
 
   const CommandResult text = dataset({"verify", file.string()});
   EXPECT_EQ(text.code, 1);

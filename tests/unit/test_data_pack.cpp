@@ -260,4 +260,21 @@ TEST(Pack, OpenRefusesHostileOffsetsAndSizesWithAValidHeaderChecksum) {
   }
 }
 
+TEST(Pack, EveryReaderThroughOpenDatasetChecksTheSampleItReads) {
+  // The loader, pack and export open datasets through open_dataset: a damaged sample is an
+  // error there (the loader counts and substitutes it), never bytes passed on silently.
+  test::TempDir dir;
+  make_image_folder(dir / "tree");
+  pack_dataset(*ImageFolderDataset::open(dir / "tree"), dir / "p.gbpack");
+  std::vector<std::uint8_t> b;
+  read_whole_file(dir / "p.gbpack", b);
+  const std::uint64_t second = le64(b, 80) + le64(b, le64(b, 64) + 24);
+  flip_byte(dir / "p.gbpack", second + 100);
+  const auto ds = open_dataset({.path = dir / "p.gbpack"});
+  std::vector<std::uint8_t> scratch;
+  EXPECT_NO_THROW(ds->read(0, scratch));
+  const std::string msg = error_of([&] { ds->read(1, scratch); });
+  EXPECT_NE(msg.find("p.gbpack#1: checksum mismatch"), std::string::npos) << msg;
+}
+
 }  // namespace gb::data
