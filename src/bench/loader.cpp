@@ -9,6 +9,7 @@
 
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/stats.hpp"
 #include "data/decode.hpp"
 #include "pipeline/process.hpp"
@@ -27,19 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// "2,310" (rounded to a whole number), for progress lines and evidence.
-std::string grouped(double v) {
-  std::string digits = std::to_string(static_cast<long long>(v < 0 ? -v + 0.5 : v + 0.5));
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
-  return v < 0 ? "-" + digits : digits;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
 }
 
 // Busiest and mean busy share of the usable cores between two /proc/stat samples.
@@ -575,6 +563,19 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
       !(options.seconds_per_point > 0) || !(options.gpu_images_per_s > 0)) {
     throw Error(ErrorKind::usage,
                 "loader benchmark: batch, size, prefetch, seconds and GPU rate must be positive");
+  }
+  // The ring holds prefetch x batch x size^2 x 3 bytes of pinned slots: refuse a ring that
+  // cannot fit (--batch 100000000 asked for petabytes) before allocating any of it.
+  constexpr double kMaxRingBytes = 64.0 * (1ull << 30);
+  const double ring_bytes = static_cast<double>(options.prefetch_depth) *
+                            static_cast<double>(options.batch_size) * options.image_size *
+                            options.image_size * 3;
+  if (ring_bytes > kMaxRingBytes) {
+    throw Error(ErrorKind::usage,
+                "loader benchmark: --prefetch " + std::to_string(options.prefetch_depth) +
+                    " x --batch " + std::to_string(options.batch_size) + " x --size " +
+                    std::to_string(options.image_size) + "^2 x 3 bytes is " +
+                    fixed(ring_bytes / (1ull << 30), 0) + " GiB of batch slots; at most 64 GiB");
   }
   const std::vector<int> cpus = sys::allowed_cpus();
   const unsigned cores = static_cast<unsigned>(std::max<std::size_t>(cpus.size(), 1));

@@ -90,8 +90,13 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
   cmd->add_option("--data", cli->data,
                   "dataset (ImageFolder, WebDataset shards, .gbpack; JPEG samples); default: a "
                   "built-in synthetic set");
-  cmd->add_option("--batch", cli->bench.batch_size, "batch size")->capture_default_str();
-  cmd->add_option("--size", cli->bench.image_size, "output side in pixels")->capture_default_str();
+  // Checked as text before conversion: "-5" must not wrap around in an unsigned option.
+  cmd->add_option("--batch", cli->bench.batch_size, "batch size (1 .. 65536)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  cmd->add_option("--size", cli->bench.image_size, "output side in pixels (16 .. 4096)")
+      ->check(CLI::Range(16, 4096))
+      ->capture_default_str();
   cmd->add_option("--workers", cli->workers,
                   "comma-separated worker counts (default: 1,2,4,... and the usable cores)");
   cmd->add_option("--prefetch", cli->bench.prefetch_depth, "batch slots in the ring")
