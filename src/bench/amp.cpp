@@ -71,6 +71,13 @@ void validate_amp_options(const AmpOptions& o) {
   if (!parse_model(o.model))
     throw Error(ErrorKind::usage,
                 "--model: '" + o.model + "' is not one of small_resnet, resnet50, mobilenet_v2");
+  // A dataset the user named is checked before any GPU work: a typo is a usage error (exit 2)
+  // on every machine, not found only after the device is opened.
+  std::error_code ec;
+  if (!o.data.empty() && !std::filesystem::is_directory(o.data, ec))
+    throw Error(ErrorKind::usage, "--data " + o.data +
+                                      ": not a folder (give the folder holding the IDX files "
+                                      "train-* and t10k-*)");
 }
 
 double amp_learning_rate(double peak, std::size_t step, std::size_t warmup_steps,

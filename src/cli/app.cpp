@@ -121,6 +121,22 @@ int dispatch(int argc, char** argv) {
       ->required();
   add_output_options(*report, report_out);
 
+  // A first word that names no command gets a message that says so (CLI11 would only say a
+  // subcommand is required).
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || sub->get_name() == word;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "gpubase: unknown command '%s'; the commands are %s (gpubase --help)\n",
+                   word.c_str(), names.c_str());
+      return static_cast<int>(ExitCode::usage);
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

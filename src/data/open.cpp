@@ -42,8 +42,11 @@ std::unique_ptr<Dataset> open_dataset(const DatasetSpec& spec) {
     if (p.extension() == ".tar") return WebDataset::open({p}, {.strict = spec.strict});
     throw Error(ErrorKind::usage, p.string() + ": neither a gpubase pack nor a .tar shard");
   }
-  if (!fs::is_directory(p, ec))
+  if (!fs::is_directory(p, ec)) {
+    if (fs::exists(p, ec))  // a device, a FIFO, a socket: there, but not a dataset
+      throw Error(ErrorKind::usage, p.string() + ": not a regular file or a folder: not a dataset");
     throw Error(ErrorKind::usage, p.string() + ": no such file or directory");
+  }
   if (has_file(p, spec.split + "-images-idx3-ubyte")) return open_idx_split(p, spec.split);
   if (has_tar(p)) return WebDataset::open_dir(p, {.strict = spec.strict});
   return ImageFolderDataset::open(p, {.strict = spec.strict});

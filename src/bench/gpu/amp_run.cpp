@@ -317,6 +317,7 @@ nn::TrainerOptions trainer_options(const AmpOptions& options, const StudyData& d
 AmpOutcome run_amp(const AmpOptions& options, ResultSink& sink) {
   if (options.speed) return run_amp_speed(options, sink);
   validate_amp_options(options);
+  sink.declare_sections(amp_section_rules());
   AmpOutcome out;
   const std::optional<DeviceContext> device = open_device(options.device, out.no_gpu_reason);
   if (!device) {

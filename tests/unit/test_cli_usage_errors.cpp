@@ -1,7 +1,8 @@
-// tests/unit/test_cli_loader_limits.cpp: `gpubase loader` refuses sizes it cannot honour as
-// usage errors (exit 2) naming the option, before allocating anything: a negative batch must
-// not wrap around in an unsigned option, and a ring of batch slots larger than any host must
-// not become std::bad_alloc ("internal error", exit 4).
+// tests/unit/test_cli_usage_errors.cpp: bad command lines are usage errors (exit 2) that name
+// what is wrong, before anything is allocated or a GPU is opened: `gpubase loader` sizes it
+// cannot honour (a negative batch must not wrap around in an unsigned option, a ring of batch
+// slots larger than any host must not become std::bad_alloc, "internal error", exit 4), an
+// unknown command, a device node given as a dataset, a missing `amp --data`.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -59,6 +60,37 @@ TEST(LoaderLimits, ARingOfSlotsNoHostHoldsIsRefusedNamingItsSize) {
   const Outcome o = loader({"--batch", "65536", "--size", "4096"});
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("12288 GiB of batch slots; at most 64 GiB"), std::string::npos) << o.err;
+}
+
+// `gpubase ARGS...` without a dataset to make.
+Outcome run(std::vector<std::string> args) {
+  args.insert(args.begin(), "gpubase");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  testing::internal::CaptureStderr();
+  Outcome o;
+  o.code = cli::main(static_cast<int>(argv.size()), argv.data());
+  o.err = testing::internal::GetCapturedStderr();
+  return o;
+}
+
+TEST(CommandLine, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
+  const Outcome o = run({"frobnicate"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("unknown command 'frobnicate'"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("probe"), std::string::npos) << o.err;
+}
+
+TEST(CommandLine, ADeviceNodeIsNotADatasetRatherThanMissing) {
+  const Outcome o = run({"dataset", "info", "/dev/null"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("/dev/null: not a regular file or a folder"), std::string::npos) << o.err;
+}
+
+TEST(CommandLine, AmpChecksTheDatasetItIsGivenBeforeTheGpu) {
+  const Outcome o = run({"amp", "--data", "/nonexistent/fashion", "-q"});
+  EXPECT_EQ(o.code, 2);  // on every machine: a usage error, before "no GPU" (3) could be said
+  EXPECT_NE(o.err.find("--data /nonexistent/fashion: not a folder"), std::string::npos) << o.err;
 }
 
 }  // namespace
