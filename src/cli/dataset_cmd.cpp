@@ -163,6 +163,11 @@ void check_output_file(const fs::path& file, bool force) {
   if (fs::exists(file, ec) && !force) {
     throw Error(ErrorKind::usage, file.string() + " (--out): exists; add --force to replace it");
   }
+  // --force replaces a file, never a device, a FIFO or a socket (/dev/full would become a pack).
+  if (fs::exists(file, ec) && !fs::is_regular_file(file, ec)) {
+    throw Error(ErrorKind::usage,
+                file.string() + " (--out): exists and is not a regular file; not replaced");
+  }
   const fs::path parent = file.has_parent_path() ? file.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) {
     throw Error(ErrorKind::usage,

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -47,8 +49,11 @@ void emit_run(const Run& run, const OutputOptions& options) {
   term.verbose = false;
   const std::string text = report::render(run, format, term);
   if (!to_file) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    // A full disk or a closed pipe must not look like success: the run was not delivered.
+    const bool written = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+    if (std::fflush(stdout) != 0 || !written)
+      throw Error(ErrorKind::runtime, std::string("writing the report to standard output failed: ") +
+                                          std::strerror(errno));
     return;
   }
   std::ofstream out(options.output_file, std::ios::binary);

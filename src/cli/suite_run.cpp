@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -63,8 +64,10 @@ Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
 }
 
 int SuiteRun::finish(const OutputOptions& out, bool save) const {
+  // Saved before it is printed: a closed pipe or a full disk on the way out loses no run.
+  const std::filesystem::path saved = save ? save_run(run_) : std::filesystem::path();
   emit_run(run_, out);
-  if (save) progress_line(out, "saved " + save_run(run_).string());
+  if (save) progress_line(out, "saved " + saved.string());
   if (end_.exit_code) return *end_.exit_code;
   if (end_.interrupted) return static_cast<int>(ExitCode::interrupted);
   if (!end_.gpu_found) {

@@ -3,8 +3,12 @@
 // cannot honour (a negative batch must not wrap around in an unsigned option, a ring of batch
 // slots larger than any host must not become std::bad_alloc, "internal error", exit 4), an
 // unknown command, a device node given as a dataset, a missing `amp --data`.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -91,6 +95,43 @@ TEST(CommandLine, AmpChecksTheDatasetItIsGivenBeforeTheGpu) {
   const Outcome o = run({"amp", "--data", "/nonexistent/fashion", "-q"});
   EXPECT_EQ(o.code, 2);  // on every machine: a usage error, before "no GPU" (3) could be said
   EXPECT_NE(o.err.find("--data /nonexistent/fashion: not a folder"), std::string::npos) << o.err;
+}
+
+TEST(CommandLine, AReportThatCannotBeWrittenIsAnErrorNotSuccess) {
+  // Standard output on /dev/full: every write fails with ENOSPC, as on a full disk.
+  const std::string run_file =
+      std::string(GPUBASE_FIXTURES_DIR) + "/../../bench/results/h200-probe-v3.json";
+  std::fflush(stdout);
+  const int saved = ::dup(STDOUT_FILENO);
+  const int full = ::open("/dev/full", O_WRONLY);
+  ASSERT_GE(saved, 0);
+  ASSERT_GE(full, 0);
+  ::dup2(full, STDOUT_FILENO);
+  const Outcome o = run({"report", run_file});
+  std::clearerr(stdout);
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(full);
+  ::close(saved);
+  EXPECT_EQ(o.code, 4);
+  EXPECT_NE(o.err.find("writing the report to standard output failed"), std::string::npos)
+      << o.err;
+}
+
+TEST(CommandLine, ForceNeverReplacesADeviceNode) {
+  static test::TempDir dir;
+  data::SynthOptions synth;
+  synth.output = dir / "set";
+  synth.images = 4;
+  synth.classes = 2;
+  synth.size_scale = 0.2;
+  synth.threads = 1;
+  data::synth_dataset(synth);
+  const Outcome o =
+      run({"dataset", "pack", "--data", synth.output.string(), "--out", "/dev/null", "--force"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("/dev/null (--out): exists and is not a regular file"), std::string::npos)
+      << o.err;
+  EXPECT_FALSE(std::filesystem::is_regular_file("/dev/null"));
 }
 
 }  // namespace
