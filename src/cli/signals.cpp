@@ -1,4 +1,5 @@
-// cli/signals.cpp: the SIGINT/SIGTERM handler (async-signal-safe: atomics, kill, _exit only).
+// cli/signals.cpp: the SIGINT/SIGTERM/SIGHUP handler (async-signal-safe: atomics, kill, _exit
+// only) and SIGPIPE ignored.
 #include "cli/signals.hpp"
 
 #include <signal.h>
@@ -53,6 +54,16 @@ void install_signal_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // A closed terminal or a dropped ssh session (SIGHUP) stops the run like Ctrl-C: the report
+  // is made and saved, and a watched job gets the signal instead of being left orphaned.
+  sigaction(SIGHUP, &sa, nullptr);
+  // A closed pipe (`gpubase watch ... | head -1`) is a failed write, reported, not a silent
+  // death: the run is saved before it is printed. Children get the default back at exec
+  // (sys/child_process resets every signal).
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
 }
 
 void set_signal_forward_pid(int pid) { g_forward_pid.store(pid, std::memory_order_relaxed); }
