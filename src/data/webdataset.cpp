@@ -122,18 +122,26 @@ void WebDataset::index_shard(std::uint32_t shard_index, bool strict) {
     const std::string key = split_key(tar.members[i].name).key;
     const TarMember* image = nullptr;
     const TarMember* cls = nullptr;
+    std::string twice;  // a member kind the sample has more than once
     for (; i < end; ++i) {
       const KeyExt ke = split_key(tar.members[i].name);
       if (ke.key != key) break;
       if (ke.ext == "jpg" || ke.ext == "jpeg") {
+        if (image && twice.empty()) twice = "image";
         image = &tar.members[i];
       } else if (ke.ext == "cls") {
+        if (cls && twice.empty()) twice = ".cls";
         cls = &tar.members[i];
       } else {
         ++scan_.ignored;
       }
     }
     const std::string where = shard_name + ":" + key;
+    // Two images (or labels) under one key: which one is the sample is not for gpubase to guess.
+    if (!twice.empty()) {
+      problem(scan_.corrupt, where + ": more than one " + twice + " member under one key");
+      continue;
+    }
     if (image == nullptr) {
       ++scan_.ignored;
       continue;

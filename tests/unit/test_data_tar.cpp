@@ -227,6 +227,23 @@ TEST(WebDataset, AHugeLabelIsABadSampleNotAHugeClassTable) {
   EXPECT_THROW(WebDataset::open({dir / "s.tar"}, {.strict = true}), Error);
 }
 
+TEST(WebDataset, TwoImagesUnderOneKeyAreABadSampleNotMerged) {
+  test::TempDir dir;
+  // "dup" twice in a row: its members are adjacent, so they make one sample with two images.
+  write_shard(dir / "s.tar", {{"ok", test::small_jpeg(8, 8, 1), "0"},
+                              {"dup", test::small_jpeg(8, 8, 2), "1"},
+                              {"dup", test::small_jpeg(8, 8, 3), "1"}});
+  const auto ds = WebDataset::open({dir / "s.tar"});
+  EXPECT_EQ(ds->size(), 1u);
+  EXPECT_EQ(ds->scan_report().corrupt, 1u);
+  ASSERT_FALSE(ds->scan_report().examples.empty());
+  bool named = false;
+  for (const std::string& e : ds->scan_report().examples)
+    named = named || e.find("s.tar:dup: more than one image member") != std::string::npos;
+  EXPECT_TRUE(named) << ds->scan_report().examples.front();
+  EXPECT_THROW(WebDataset::open({dir / "s.tar"}, {.strict = true}), Error);
+}
+
 TEST(WebDataset, ATruncatedShardKeepsTheSamplesBeforeTheCut) {
   test::TempDir dir;
   std::vector<ShardSample> samples;
