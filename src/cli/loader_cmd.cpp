@@ -150,6 +150,11 @@ int run_loader_command(const LoaderCli& cli) {
     // The loader stops at Ctrl-C with the points it measured; the runner reports them.
     bench::run_loader_bench(*dataset, options, sink);
     throw_if_cancelled();
+    // --decode gpu|both asked for the GPU: without one its figures are skipped and the run
+    // ends as every GPU command does there (exit 3, the reason on stderr).
+    std::string no_gpu;
+    if (options.decode != pipeline::DecodeMode::cpu && bench::cuda_device_count(no_gpu) == 0)
+      return SuiteEnd{false, no_gpu};
     return SuiteEnd{};
   });
   return suite.finish(cli.out, cli.save);

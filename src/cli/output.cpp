@@ -62,6 +62,20 @@ void emit_run(const Run& run, const OutputOptions& options) {
   if (!out.flush()) throw Error(ErrorKind::runtime, "writing " + options.output_file + " failed");
 }
 
+void check_output_writable(const OutputOptions& options) {
+  if (options.output_file.empty()) return;
+  const std::filesystem::path file(options.output_file);
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw Error(ErrorKind::usage, "-o " + options.output_file + ": is a folder; give a file name");
+  const bool exists = std::filesystem::exists(file, ec);
+  if (exists ? ::access(file.c_str(), W_OK) != 0 : ::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw Error(ErrorKind::usage, "-o " + options.output_file + ": cannot be written (" +
+                                      (exists ? file.string() : dir.string()) + ": " +
+                                      std::strerror(errno) + ")");
+}
+
 void progress_line(const OutputOptions& options, const std::string& line) {
   if (options.quiet) return;
   std::fprintf(stderr, "  %s\n", line.c_str());

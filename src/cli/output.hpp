@@ -18,6 +18,9 @@ struct OutputOptions {
 
 // Renders the run in the chosen format and writes it to -o FILE or stdout.
 void emit_run(const Run& run, const OutputOptions& options);
+// Throws gb::Error (usage) when -o names a file that cannot be written: checked before a suite
+// or a watched job runs, not found out after hours of it.
+void check_output_writable(const OutputOptions& options);
 
 // Progress line on stderr (suppressed by --quiet).
 void progress_line(const OutputOptions& options, const std::string& line);

@@ -32,6 +32,7 @@ SuiteRun::SuiteRun(std::string command) : t0_(std::chrono::steady_clock::now()) 
 
 Run& SuiteRun::run_suite(bench::ResultSink& sink, const OutputOptions& out,
                         const std::function<SuiteEnd()>& suite) {
+  check_output_writable(out);
   SuiteEnd end;
   try {
     end = suite();

@@ -62,6 +62,7 @@ int run_watch_command(const WatchCli& cli) {
   if (cli.duration_s != 0) options.duration_s = cli.duration_s;
   options.perf_counters = !cli.no_perf;
   watch::validate(options);
+  check_output_writable(cli.out);
   const ViewMode mode = cli.out.quiet ? ViewMode::none : parse_view_mode(cli.view);
 
   SuiteRun suite("watch");

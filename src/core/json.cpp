@@ -244,7 +244,9 @@ Json to_json(const Run& run) {
 Run run_from_json(const Json& j) {
   if (!j.is_object() || j.value("schema", "") != "gpubase.run")
     throw Error(ErrorKind::usage, "not a gpubase run file (missing \"schema\": \"gpubase.run\")");
-  const int version = j.value("schema_version", 0);
+  if (!j.contains("schema_version") || !j.at("schema_version").is_number_integer())
+    throw Error(ErrorKind::usage, "run file: \"schema_version\" must be an integer");
+  const int version = j.at("schema_version").get<int>();
   if (version < 1 || version > kSchemaVersion)
     throw Error(ErrorKind::usage, "run file has schema_version " + std::to_string(version) +
                                       "; this gpubase reads 1.." + std::to_string(kSchemaVersion));

@@ -189,6 +189,14 @@ void validate(const WatchOptions& o) {
     throw Error(ErrorKind::usage, "--duration must be more than 0 seconds");
   if (o.stop_grace_s < 0) throw Error(ErrorKind::usage, "the stop grace must be >= 0 s");
   require_device_index(o.device, 0);  // the range is checked against NVML's list in run_watch
+  // The capture folder is made now, not found unmakeable after a long job has run.
+  if (!o.capture_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.capture_dir, ec);
+    if (ec || !std::filesystem::is_directory(o.capture_dir, ec))
+      throw Error(ErrorKind::usage, "--capture " + o.capture_dir + ": cannot make the folder" +
+                                        (ec ? ": " + ec.message() : std::string()));
+  }
 }
 
 namespace {

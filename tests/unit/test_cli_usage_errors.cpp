@@ -7,11 +7,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "bench/suite.hpp"
 #include "cli/app.hpp"
 #include "data/synth.hpp"
 #include "test_data_util.hpp"
@@ -132,6 +135,51 @@ TEST(CommandLine, ForceNeverReplacesADeviceNode) {
   EXPECT_NE(o.err.find("/dev/null (--out): exists and is not a regular file"), std::string::npos)
       << o.err;
   EXPECT_FALSE(std::filesystem::is_regular_file("/dev/null"));
+}
+
+TEST(CommandLine, AnUnwritableOutputIsRefusedBeforeTheJobRuns) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome o = run({"watch", "-q", "-o", "/nonexistent/dir/run.txt", "--", "sleep", "5"});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));  // not after it
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("-o /nonexistent/dir/run.txt: cannot be written"), std::string::npos)
+      << o.err;
+}
+
+TEST(CommandLine, ACaptureFolderThatCannotBeMadeIsAUsageError) {
+  static test::TempDir dir;
+  test::write_bytes(dir / "file", {1, 2, 3});
+  const std::string capture = (dir / "file" / "sub").string();
+  const Outcome o = run({"watch", "-q", "--no-save", "--capture", capture, "--", "true"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--capture " + capture + ": cannot make the folder"), std::string::npos)
+      << o.err;
+}
+
+TEST(CommandLine, ARunFileWithATextSchemaVersionIsAUsageError) {
+  static test::TempDir dir;
+  const std::string text = R"({"schema": "gpubase.run", "schema_version": "2", "results": []})";
+  test::write_bytes(dir / "run.json", std::vector<std::uint8_t>(text.begin(), text.end()));
+  const Outcome o = run({"report", (dir / "run.json").string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("\"schema_version\" must be an integer"), std::string::npos) << o.err;
+}
+
+TEST(CommandLine, TheLoaderAskedForTheGpuPathExits3WithoutAGpu) {
+  std::string why;
+  if (bench::cuda_device_count(why) > 0) GTEST_SKIP() << "this machine has a GPU";
+  static test::TempDir dir;
+  data::SynthOptions synth;
+  synth.output = dir / "set";
+  synth.images = 4;
+  synth.classes = 2;
+  synth.size_scale = 0.2;
+  synth.threads = 1;
+  data::synth_dataset(synth);
+  const Outcome o = run({"loader", "--data", synth.output.string(), "--decode", "gpu",
+                         "--seconds", "0.1", "-q", "--json", "-o", (dir / "run.json").string()});
+  EXPECT_EQ(o.code, 3);
+  EXPECT_FALSE(o.err.empty());
 }
 
 }  // namespace
