@@ -9,29 +9,15 @@
 #include <vector>
 
 #include "bench/suite.hpp"
-#include "cli/app.hpp"
-#include "data/synth.hpp"
+#include "test_cli_util.hpp"
 #include "test_data_util.hpp"
 
 namespace gb {
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string err;
-};
+using Outcome = test::CliOutcome;
 
-// `gpubase ARGS...` in process, stderr captured.
-Outcome gpubase(std::vector<std::string> args) {
-  args.insert(args.begin(), "gpubase");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  testing::internal::CaptureStderr();
-  Outcome o;
-  o.code = cli::main(static_cast<int>(argv.size()), argv.data());
-  o.err = testing::internal::GetCapturedStderr();
-  return o;
-}
+Outcome gpubase(const std::vector<std::string>& args) { return test::run_gpubase(args); }
 
 bool has_cuda_gpu() {
   std::string why;
@@ -47,16 +33,8 @@ std::vector<std::string> command_args(const std::string& command, const test::Te
   if (command == "baseline") args.insert(args.end(), {"--quick", "--no-save"});
   if (command == "train") args.insert(args.end(), {"--steps", "1", "--warmup", "3"});
   if (command == "amp") args.insert(args.end(), {"--seeds", "1", "--epochs", "1"});
-  if (command == "loader") {
-    data::SynthOptions synth;
-    synth.output = dir / "set";
-    synth.images = 4;
-    synth.classes = 2;
-    synth.size_scale = 0.2;
-    synth.threads = 1;
-    data::synth_dataset(synth);
-    args.insert(args.end(), {"--data", synth.output.string(), "--seconds", "0.1"});
-  }
+  if (command == "loader")
+    args.insert(args.end(), {"--data", test::tiny_jpeg_set(dir / "set").string(), "--seconds", "0.1"});
   if (command != "watch") args.insert(args.end(), quiet.begin(), quiet.end());
   return args;
 }

@@ -15,39 +15,23 @@
 #include <vector>
 
 #include "bench/suite.hpp"
-#include "cli/app.hpp"
-#include "data/synth.hpp"
+#include "test_cli_util.hpp"
 #include "test_data_util.hpp"
 
 namespace gb {
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string err;
-};
+using Outcome = test::CliOutcome;
 
+Outcome run(const std::vector<std::string>& args) { return test::run_gpubase(args); }
+
+// `gpubase loader` on a tiny set made once, quick and quiet, with `extra` options.
 Outcome loader(const std::vector<std::string>& extra) {
   static test::TempDir dir;
-  static const std::string set = [] {
-    data::SynthOptions synth;
-    synth.output = dir / "set";
-    synth.images = 4;
-    synth.classes = 2;
-    synth.size_scale = 0.2;
-    synth.threads = 1;
-    data::synth_dataset(synth);
-    return synth.output.string();
-  }();
-  std::vector<std::string> args = {"gpubase", "loader", "--data", set, "--seconds", "0.1", "-q"};
+  static const std::string set = test::tiny_jpeg_set(dir / "set").string();
+  std::vector<std::string> args = {"loader", "--data", set, "--seconds", "0.1", "-q"};
   args.insert(args.end(), extra.begin(), extra.end());
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  testing::internal::CaptureStderr();
-  Outcome o;
-  o.code = cli::main(static_cast<int>(argv.size()), argv.data());
-  o.err = testing::internal::GetCapturedStderr();
-  return o;
+  return run(args);
 }
 
 TEST(LoaderLimits, ANegativeBatchIsAUsageErrorNotAWrappedNumber) {
@@ -67,18 +51,6 @@ TEST(LoaderLimits, ARingOfSlotsNoHostHoldsIsRefusedNamingItsSize) {
   const Outcome o = loader({"--batch", "65536", "--size", "4096"});
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("12288 GiB of batch slots; at most 64 GiB"), std::string::npos) << o.err;
-}
-
-// `gpubase ARGS...` without a dataset to make.
-Outcome run(std::vector<std::string> args) {
-  args.insert(args.begin(), "gpubase");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  testing::internal::CaptureStderr();
-  Outcome o;
-  o.code = cli::main(static_cast<int>(argv.size()), argv.data());
-  o.err = testing::internal::GetCapturedStderr();
-  return o;
 }
 
 TEST(CommandLine, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
@@ -122,15 +94,8 @@ TEST(CommandLine, AReportThatCannotBeWrittenIsAnErrorNotSuccess) {
 
 TEST(CommandLine, ForceNeverReplacesADeviceNode) {
   static test::TempDir dir;
-  data::SynthOptions synth;
-  synth.output = dir / "set";
-  synth.images = 4;
-  synth.classes = 2;
-  synth.size_scale = 0.2;
-  synth.threads = 1;
-  data::synth_dataset(synth);
-  const Outcome o =
-      run({"dataset", "pack", "--data", synth.output.string(), "--out", "/dev/null", "--force"});
+  const std::string set = test::tiny_jpeg_set(dir / "set").string();
+  const Outcome o = run({"dataset", "pack", "--data", set, "--out", "/dev/null", "--force"});
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("/dev/null (--out): exists and is not a regular file"), std::string::npos)
       << o.err;
@@ -169,14 +134,8 @@ TEST(CommandLine, TheLoaderAskedForTheGpuPathExits3WithoutAGpu) {
   std::string why;
   if (bench::cuda_device_count(why) > 0) GTEST_SKIP() << "this machine has a GPU";
   static test::TempDir dir;
-  data::SynthOptions synth;
-  synth.output = dir / "set";
-  synth.images = 4;
-  synth.classes = 2;
-  synth.size_scale = 0.2;
-  synth.threads = 1;
-  data::synth_dataset(synth);
-  const Outcome o = run({"loader", "--data", synth.output.string(), "--decode", "gpu",
+  const std::string set = test::tiny_jpeg_set(dir / "set").string();
+  const Outcome o = run({"loader", "--data", set, "--decode", "gpu",
                          "--seconds", "0.1", "-q", "--json", "-o", (dir / "run.json").string()});
   EXPECT_EQ(o.code, 3);
   EXPECT_FALSE(o.err.empty());
