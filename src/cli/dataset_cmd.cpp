@@ -546,6 +546,18 @@ int run_export(const DatasetCli& cli) {
   if (same_file(cli.data, dir)) {
     throw Error(ErrorKind::usage, dir.string() + " (" + option + "): is the input itself");
   }
+  // A folder inside the input folder would become part of the input it is written from (and
+  // of every later scan of it).
+  std::error_code path_ec;
+  const fs::path input = fs::weakly_canonical(cli.data, path_ec);
+  const fs::path output = fs::weakly_canonical(dir, path_ec);
+  if (fs::is_directory(input, path_ec)) {
+    const auto in_end =
+        std::mismatch(input.begin(), input.end(), output.begin(), output.end()).first;
+    if (in_end == input.end())
+      throw Error(ErrorKind::usage,
+                  dir.string() + " (" + option + "): is inside the input " + cli.data);
+  }
   const auto ds = open_input(cli, cli.data);
   if (ds->format() != data::SampleFormat::jpeg) {
     throw Error(ErrorKind::usage,

@@ -303,6 +303,15 @@ TEST_F(DatasetCommand, RefusesToWriteIntoANonEmptyDirectoryWithoutForce) {
   EXPECT_NE(exp.err.find("is the input itself"), std::string::npos) << exp.err;
 }
 
+TEST_F(DatasetCommand, ExportIntoAFolderInsideItsInputIsRefused) {
+  const fs::path inside = set() / "copy";
+  const CommandResult r =
+      dataset({"export", "--data", set().string(), "--to-folder", inside.string(), "--force"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is inside the input"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(inside));
+}
+
 TEST_F(DatasetCommand, CtrlCDuringTheScanOfAFolderStopsBeforeWritingAnything) {
   const fs::path tree = tmp("scan-cut-tree");
   request_cancel();
