@@ -15,12 +15,7 @@ void ResultSink::declare_sections(std::span<const SectionRule> rules) {
 }
 
 void ResultSink::add(Result r) {
-  if (const SectionRule* rule = find_section_rule(rules_, r.key)) {
-    r.section = rule->id;
-    if (std::none_of(sections_.begin(), sections_.end(),
-                     [&](const SectionSpec& s) { return s.id == rule->id; }))
-      sections_.push_back({std::string(rule->id), std::string(rule->title), rule->layout});
-  }
+  place_in_section(r, rules_, sections_);
   results_.push_back(std::move(r));
 }
 void ResultSink::add_fact(Fact f) { facts_.push_back(std::move(f)); }

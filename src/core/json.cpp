@@ -58,6 +58,20 @@ Telemetry telemetry_from(const Json& j) {
   return t;
 }
 
+// A number with its unit and display hint, as params and facts write it: "value", "unit" and,
+// when set, "decimals".
+void put_number(Json& j, double value, const std::string& unit, int decimals) {
+  j["value"] = value;
+  j["unit"] = unit;
+  if (decimals >= 0) j["decimals"] = decimals;
+}
+
+void get_number(const Json& j, std::optional<double>& value, std::string& unit, int& decimals) {
+  value = j.at("value").get<double>();
+  unit = j.value("unit", "");
+  decimals = j.value("decimals", -1);
+}
+
 // v2 params: a list in the suite's order, {"name", "text"} or {"name", "value", "unit"} (+
 // "decimals" when the suite set a display hint). v1 params: an object of name -> text.
 Json param_json(const Param& p) {
@@ -66,9 +80,7 @@ Json param_json(const Param& p) {
     j["text"] = p.text;
     return j;
   }
-  j["value"] = *p.number;
-  j["unit"] = p.unit;
-  if (p.decimals >= 0) j["decimals"] = p.decimals;
+  put_number(j, *p.number, p.unit, p.decimals);
   return j;
 }
 
@@ -76,9 +88,7 @@ Param param_from(const Json& j) {
   Param p;
   p.name = j.at("name").get<std::string>();
   if (j.contains("value")) {
-    p.number = j.at("value").get<double>();
-    p.unit = j.value("unit", "");
-    p.decimals = j.value("decimals", -1);
+    get_number(j, p.number, p.unit, p.decimals);
   } else {
     p.text = j.value("text", "");
   }
@@ -103,9 +113,7 @@ std::vector<Param> params_from(const Json& j) {
 Json fact_json(const Fact& f) {
   Json j{{"key", f.key}, {"label", f.label}};
   if (f.number) {
-    j["value"] = *f.number;
-    j["unit"] = f.unit;
-    if (f.decimals >= 0) j["decimals"] = f.decimals;
+    put_number(j, *f.number, f.unit, f.decimals);
   } else {
     j["value"] = f.value;
   }
@@ -117,9 +125,7 @@ Fact fact_from(const Json& j) {
   f.key = j.at("key");
   f.label = j.value("label", "");
   if (j.contains("value") && j.at("value").is_number()) {
-    f.number = j.at("value").get<double>();
-    f.unit = j.value("unit", "");
-    f.decimals = j.value("decimals", -1);
+    get_number(j, f.number, f.unit, f.decimals);
   } else {
     f.value = j.value("value", "");
   }

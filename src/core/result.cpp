@@ -1,6 +1,7 @@
 // core/result.cpp: see result.hpp.
 #include "core/result.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace gb {
@@ -171,15 +172,19 @@ const SectionRule* find_section_rule(std::span<const SectionRule> rules, std::st
   return best;
 }
 
+void place_in_section(Result& r, std::span<const SectionRule> rules,
+                      std::vector<SectionSpec>& sections) {
+  const SectionRule* rule = find_section_rule(rules, r.key);
+  if (!rule) return;
+  r.section = rule->id;
+  const bool known = std::any_of(sections.begin(), sections.end(),
+                                 [&](const SectionSpec& s) { return s.id == rule->id; });
+  if (!known) sections.push_back({std::string(rule->id), std::string(rule->title), rule->layout});
+}
+
 void Run::place_in_sections(std::span<const SectionRule> rules) {
-  for (Result& r : results) {
-    if (!r.section.empty()) continue;
-    const SectionRule* rule = find_section_rule(rules, r.key);
-    if (!rule) continue;
-    r.section = rule->id;
-    if (!find_section(rule->id))
-      sections.push_back({std::string(rule->id), std::string(rule->title), rule->layout});
-  }
+  for (Result& r : results)
+    if (r.section.empty()) place_in_section(r, rules, sections);
 }
 
 const SectionSpec* Run::find_section(std::string_view id) const {

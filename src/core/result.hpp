@@ -228,4 +228,9 @@ struct Run {
 // The result with this key in a list of them, or nullptr.
 const Result* find_result(std::span<const Result> results, std::string_view key);
 
+// Gives r the section its key falls under in `rules` and adds that section to `sections` when
+// it is not there yet; leaves both alone when no rule matches.
+void place_in_section(Result& r, std::span<const SectionRule> rules,
+                      std::vector<SectionSpec>& sections);
+
 }  // namespace gb
