@@ -8,6 +8,8 @@
 set -euo pipefail
 PACKAGES=(cmake g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libturbojpeg0-dev
           zlib1g-dev dataset-fashion-mnist)
+# The fleet end-to-end test (tests/fleet/slurm_mpi_test.sh) starts a local Slurm and runs OpenMPI.
+PACKAGES+=(slurm-wlm munge openmpi-bin)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
