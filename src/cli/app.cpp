@@ -120,7 +120,8 @@ int dispatch(int argc, char** argv) {
 
   OutputOptions report_out;
   std::string report_file;
-  auto* report = app.add_subcommand("report", "render a saved run (terminal, Markdown or JSON)");
+  auto* report =
+      app.add_subcommand("report", "render a saved run (terminal, Markdown, JSON, CSV or HTML)");
   report->add_option("file", report_file, "run file (JSON written by --json or --save)")
       ->required();
   add_output_options(*report, report_out);
@@ -168,7 +169,9 @@ int dispatch(int argc, char** argv) {
   if (*amp) return run_amp_command(*amp_opts);
   if (*fleet) return run_fleet_command(*fleet_opts);
   if (*report) {
+    check_output_writable(report_out);
     Run run = load_run(report_file);
+    report_out.run_file = report_file;
     emit_run(run, report_out);
     return 0;
   }
