@@ -238,6 +238,23 @@ class BadSamples(unittest.TestCase):
 
 
 class Errors(unittest.TestCase):
+    def test_without_torch_or_numpy_cpu_batches_are_refused(self):
+        code = textwrap.dedent("""
+            import sys
+            sys.modules["torch"] = None
+            sys.modules["numpy"] = None
+            import gpubase
+            try:
+                gpubase.Loader(sys.argv[1], batch_size=8, size=32, workers=1, device="cpu")
+            except gpubase.UsageError as e:
+                print(e)
+        """)
+        r = subprocess.run([sys.executable, "-c", code, CLEAN], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("install torch or numpy", r.stdout)
+
+    @unittest.skipIf(numpy is None and torch is None, "CPU batches need numpy or torch")
     def test_a_missing_path_names_it(self):
         with self.assertRaises(gpubase.UsageError) as caught:
             gpubase.Loader(os.path.join(TMP, "nowhere"), device="cpu", workers=1)
@@ -290,6 +307,7 @@ class Figures(unittest.TestCase):
                       r.stderr)
 
 
+@unittest.skipIf(numpy is None, "numpy is not installed")
 class Interrupt(unittest.TestCase):
     def test_ctrl_c_in_the_training_loop_stops_the_process(self):
         code = textwrap.dedent("""
