@@ -123,6 +123,24 @@ class Order(unittest.TestCase):
 
 
 @unittest.skipIf(numpy is None, "numpy is not installed")
+class Formats(unittest.TestCase):
+    def test_webdataset_shards_and_a_pack_give_every_sample_once(self):
+        binary = os.environ["GPUBASE_BIN"]
+        shards = os.path.join(TMP, "shards")
+        subprocess.run([binary, "dataset", "synth", "--out", shards, "--images", str(IMAGES),
+                        "--classes", str(IMAGES), "--scale", "0.2", "--seed", "3",
+                        "--threads", "2", "--layout", "shards", "--images-per-shard", "20"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pack = os.path.join(TMP, "set.gbpack")
+        subprocess.run([binary, "dataset", "pack", "--data", CLEAN, "--out", pack], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for path in (shards, pack):
+            with self.subTest(path=os.path.basename(path)):
+                labels = numpy.concatenate([y for _, y in epoch_batches(cpu_loader(path))])
+                self.assertEqual(sorted(labels.tolist()), list(range(IMAGES)))
+
+
+@unittest.skipIf(numpy is None, "numpy is not installed")
 class Sharding(unittest.TestCase):
     def test_ranks_are_disjoint_and_together_complete(self):
         seen = []
