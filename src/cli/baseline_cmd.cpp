@@ -7,6 +7,7 @@
 //             steps, while the watch sampler runs on a thread of this process: the GPU, CPU and
 //             data-wait rows of the checklist; --starve feeds it with one worker instead
 //   amp       the mixed-precision study, shortened: FP32, FP16 and BF16, 3 seeds (2 with --quick)
+// With -- CMD: the card stage (quick), then the user's command under watch (the `job` stage).
 // Usage errors (an unknown model, a --data path that does not exist) are found before anything
 // runs. The stage runner (bench/baseline) keeps a failed or skipped stage from stopping the rest.
 #include "cli/baseline_cmd.hpp"
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <thread>
 
@@ -30,12 +32,15 @@
 #include "cli/help.hpp"
 #include "cli/output.hpp"
 #include "cli/run_args.hpp"
+#include "cli/signals.hpp"
 #include "cli/suite_run.hpp"
+#include "cli/watch_view.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "data/open.hpp"
 #include "data/synth.hpp"
+#include "sys/nvml.hpp"
 #include "watch/background.hpp"
 #include "watch/watch.hpp"
 
@@ -52,6 +57,7 @@ struct BaselineCli {
   std::string model = "resnet50";
   std::string precision = "bf16";
   bool starve = false;
+  std::vector<std::string> command;  // after --: the user's job, watched instead of ours
   OutputOptions out;
 };
 
@@ -78,9 +84,10 @@ constexpr StageBudget kQuick{15, 15, 35, 25, 1.0, 20, 10, 2, 4};
 // cleared first and redrawn after.
 class StageProgress {
  public:
-  explicit StageProgress(const OutputOptions& out) : out_(out) {
+  StageProgress(const OutputOptions& out, bool with_bar) : out_(out) {
     const char* term = std::getenv("TERM");
-    bar_ = !out.quiet && ::isatty(STDERR_FILENO) && term && std::string(term) != "dumb";
+    bar_ = with_bar && !out.quiet && ::isatty(STDERR_FILENO) && term &&
+           std::string(term) != "dumb";
     if (bar_) thread_ = std::thread([this] { tick(); });
   }
   ~StageProgress() {
@@ -103,8 +110,9 @@ class StageProgress {
       expected_s_ = s.expected_s;
       t0_ = std::chrono::steady_clock::now();
     }
-    line("baseline " + title_ + " (about " + std::to_string(static_cast<int>(s.expected_s)) +
-         " s)");
+    line("baseline " + title_ +
+         (s.expected_s > 0 ? " (about " + std::to_string(static_cast<int>(s.expected_s)) + " s)"
+                           : std::string()));
   }
 
  private:
@@ -330,6 +338,99 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
   return stages;
 }
 
+
+// `baseline -- CMD`: the card check and the watch both need the GPU to themselves. A live
+// process with GPU activity in the driver's per-process samples, or a device busy now (a
+// process in another PID namespace NVML names but /proc does not show), refuses the run.
+void refuse_if_gpu_in_use(int device) {
+  const sys::Nvml nvml = sys::Nvml::load();
+  if (!nvml.available()) return;  // no GPU: the card check says so
+  const auto dev = nvml.device(device);
+  if (!dev) return;
+  std::string others;
+  for (const sys::ProcessUtil& p : dev->process_utilization()) {
+    if (static_cast<int>(p.pid) == static_cast<int>(::getpid())) continue;
+    if (p.sm_pct <= 0 && p.mem_pct <= 0) continue;
+    std::error_code ec;
+    if (!fs::exists("/proc/" + std::to_string(p.pid), ec)) continue;  // ended since
+    const std::string comm = [&] {
+      std::ifstream in("/proc/" + std::to_string(p.pid) + "/comm");
+      std::string c;
+      std::getline(in, c);
+      return c.empty() ? std::string("?") : c;
+    }();
+    others += (others.empty() ? "" : ", ") + std::to_string(p.pid) + " (" + comm + ", SM " +
+              std::to_string(static_cast<int>(p.sm_pct)) + " %)";
+  }
+  const sys::NvmlSample now = dev->sample();
+  if (others.empty() && now.gpu_util_pct && *now.gpu_util_pct > 5)
+    others = "a process NVML does not name (GPU " +
+             std::to_string(static_cast<int>(*now.gpu_util_pct)) + " % busy)";
+  if (!others.empty())
+    throw Error(ErrorKind::runtime,
+                "GPU " + std::to_string(device) + " is in use by " + others +
+                    ": the card check and the watch of your job would both be distorted; wait "
+                    "for it to finish or pick another GPU with -d");
+}
+
+// The rows a watched job cannot fill the way our own training run does.
+void explain_job_rows(Run& run) {
+  for (ChecklistRow& row : run.checklist) {
+    if (row.id == "amp_accuracy" && row.status == Status::skipped && !row.measured) {
+      row.evidence =
+          "not measured for your job: mixed precision's accuracy cost depends on the model and "
+          "data; run `gpubase amp --data YOUR_IDX_SET` (or compare your own FP32 and AMP runs)";
+    }
+    if (row.id == "data_loading" && row.status == Status::skipped && !row.measured &&
+        !run.find("watch.cuda.data_wait.pct")) {
+      row.evidence =
+          "not measurable from outside: NVML and /proc see the GPU busy or idle but not where a "
+          "step starts or what the job waits on; `gpubase watch` with CUDA activity (CUPTI) "
+          "measures it where available, and `gpubase train --data` measures it for our loader";
+    }
+  }
+}
+
+bench::BaselineStage job_stage(const BaselineCli& cli, std::optional<int>& job_exit) {
+  std::string title;
+  for (const std::string& a : cli.command) title += (title.empty() ? "" : " ") + a;
+  return {"job", "your job under watch: " + title, 0,
+          [&cli, title, &job_exit](bench::ResultSink& sink) {
+            sink.declare_sections(watch::watch_section_rules());
+            watch::WatchOptions o;
+            o.command = cli.command;
+            o.device = cli.device;
+            WatchView view(cli.out.quiet ? ViewMode::none : ViewMode::automatic, title);
+            watch::WatchHooks hooks;
+            hooks.on_started = [](int pid) { set_signal_forward_pid(pid); };
+            hooks.on_sample = [&](const watch::WatchSample& s) { view.show(s); };
+            hooks.on_progress = [&](const std::string& line) {
+              if (!cli.out.quiet) view.note(line);
+            };
+            watch::WatchOutcome w;
+            try {
+              w = watch::run_watch(o, hooks);
+            } catch (...) {
+              set_signal_forward_pid(0);
+              view.close();
+              throw;
+            }
+            set_signal_forward_pid(0);
+            view.close();
+            for (Fact& f : w.facts) sink.add_fact(std::move(f));
+            for (Result& r : w.results) sink.add(std::move(r));
+            if (w.exit && w.exit->shell_code() != 0) job_exit = w.exit->shell_code();
+            bench::StageEnd end;
+            if (!w.gpu_available) {
+              end.gpu_found = false;
+              end.no_gpu_reason = w.gpu_unavailable;
+            }
+            // Ctrl-C: the job got its grace and ended; the run ends interrupted, like watch.
+            throw_if_cancelled();
+            return end;
+          }};
+}
+
 }  // namespace
 
 fs::path cached_synthetic_set(const fs::path& dir, std::size_t images, std::size_t classes,
@@ -387,6 +488,9 @@ std::shared_ptr<BaselineCli> add_baseline_command(CLI::App& app, CLI::App*& cmd)
       ->capture_default_str();
   cmd->add_flag("--starve", cli->starve,
                 "feed the training run with one loader worker, to see the rows catch it");
+  cmd->add_option("command", cli->command,
+                  "your own job, after --: the quick card check, then the job under watch "
+                  "(gpubase baseline -- python train.py)");
   add_device_option(*cmd, cli->device);
   cmd->add_flag("--no-save", cli->no_save, "do not save the run");
   add_output_options(*cmd, cli->out);
@@ -394,7 +498,44 @@ std::shared_ptr<BaselineCli> add_baseline_command(CLI::App& app, CLI::App*& cmd)
   return cli;
 }
 
+namespace {
+
+// `gpubase baseline -- CMD...`: the quick card check, then the job under watch.
+int run_job_baseline(const BaselineCli& cli) {
+  watch::WatchOptions check;
+  check.command = cli.command;
+  check.device = cli.device;
+  watch::validate(check);
+  check_output_writable(cli.out);
+  refuse_if_gpu_in_use(cli.device);
+
+  StageProgress progress(cli.out, /*with_bar=*/false);
+  SuiteRun suite("baseline");
+  bench::ResultSink sink([&](const std::string& line) { progress.line(line); });
+  BaselineCli card = cli;
+  card.quick = true;
+  std::vector<bench::BaselineStage> stages = make_stages(card, kQuick, {}, progress);
+  stages.resize(1);  // the card
+  std::optional<int> job_exit;
+  stages.push_back(job_stage(cli, job_exit));
+  bench::BaselineHooks hooks;
+  hooks.on_start = [&](std::size_t i, std::size_t n, const bench::BaselineStage& s) {
+    progress.stage(i, n, s);
+  };
+  Run& run = suite.run_suite(sink, cli.out, [&] {
+    const bench::BaselineOutcome o = bench::run_baseline(stages, sink, hooks);
+    SuiteEnd end{o.gpu_found, o.no_gpu_reason};
+    end.exit_code = job_exit;  // a failed job's code is ours, like `gpubase watch`
+    return end;
+  });
+  explain_job_rows(run);
+  return suite.finish(cli.out, !cli.no_save);
+}
+
+}  // namespace
+
 int run_baseline_command(const BaselineCli& cli) {
+  if (!cli.command.empty()) return run_job_baseline(cli);
   const StageBudget& b = cli.quick ? kQuick : kFull;
   // Usage errors before anything runs.
   require_device_index(cli.device, 0);
@@ -407,7 +548,7 @@ int run_baseline_command(const BaselineCli& cli) {
   if (!cli.data.empty()) (void)data::open_dataset({.path = cli.data});
   check_output_writable(cli.out);
 
-  StageProgress progress(cli.out);
+  StageProgress progress(cli.out, /*with_bar=*/true);
   SuiteRun suite("baseline");
   const fs::path dataset_path =
       !cli.data.empty()

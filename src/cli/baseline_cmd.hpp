@@ -4,6 +4,8 @@
 // precision study on Fashion-MNIST; the stages run through bench/baseline's runner. The run
 // prints the checklist first, then the details, and is saved (--no-save to skip).
 // Without a GPU the CPU stages run, the GPU rows are skipped with the reason, exit code 3.
+// `gpubase baseline -- CMD...`: the quick card check (refused while another process uses the
+// GPU), then the user's command under watch: the checklist rows for their job.
 #pragma once
 #include <filesystem>
 #include <functional>

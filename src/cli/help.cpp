@@ -59,6 +59,7 @@ std::string baseline_help() {
   gpubase baseline                     every stage with its defaults (about 5 minutes on an H200)
   gpubase baseline --quick             the same stages, shorter (about 90 s; wider noise band)
   gpubase baseline --data /data/train  the loader sweep and the training run on your own set
+  gpubase baseline -- python train.py  the quick card check, then your job under watch
 
 Stages, in order, each announced on stderr with its expected time:
   card      the probe (compute, HBM, PCIe, latency)
@@ -70,7 +71,12 @@ Stages, in order, each announced on stderr with its expected time:
 A stage that fails or cannot run here is reported and the others still run; Ctrl-C keeps what
 was measured. The checklist (card speed, GPU utilization > 95 %, CPU per core < 80 %, data
 loading < 10 % of step time, AMP accuracy loss < 1 %) prints first, then the details; the run
-is saved as JSON under $GPUBASE_HOME (default ~/.local/share/gpubase/runs).)";
+is saved as JSON under $GPUBASE_HOME (default ~/.local/share/gpubase/runs).
+
+With -- CMD: the quick probe, then your command under watch (as `gpubase watch -- CMD`); the
+GPU and CPU rows are your job's, the data-loading row comes from CUDA activity where watch can
+see it, the AMP row needs `gpubase amp` on your data. It refuses to start while another process
+uses the GPU (both figures would be distorted). A job that fails gives its exit code.)";
 }
 
 std::string watch_help() {

@@ -374,3 +374,51 @@ TEST(BaselineBackgroundWatch, SamplesThisProcessUntilStopped) {
     EXPECT_FALSE(gpu->reason.empty());
   }
 }
+
+// `baseline -- CMD` without a GPU: the card check reports the host, the job runs under watch
+// (its CPU figures measured), the AMP and data rows say what would measure them, exit 3.
+TEST(BaselineCommand, AJobAfterDashDashIsWatchedAndItsRowsExplained) {
+  std::string no_gpu;
+  if (gb::bench::cuda_device_count(no_gpu) > 0) GTEST_SKIP() << "this machine has a GPU";
+  const fs::path root = fs::temp_directory_path() / ("gb_baseline_job_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const fs::path json = root / "run.json";
+  const auto o = gb::test::run_gpubase({"baseline", "--no-save", "--json", "-o", json.string(),
+                                        "--", "sh", "-c", "sleep 1.5"});
+  EXPECT_EQ(o.code, 3) << o.err;
+  const gb::Run run = gb::cli::load_run(json);
+  EXPECT_EQ(state_of(*find(run.results, "baseline.stage.job.s")), "ran");
+  const gb::Result* core = find(run.results, "watch.cpu.busiest_core.pct");
+  ASSERT_TRUE(core && core->value);
+  for (const gb::ChecklistRow& row : run.checklist) {
+    if (row.id == "amp_accuracy") {
+      EXPECT_NE(row.evidence.find("gpubase amp"), std::string::npos);
+    }
+    if (row.id == "data_loading") {
+      EXPECT_NE(row.evidence.find("not measurable from outside"), std::string::npos);
+    }
+  }
+  fs::remove_all(root);
+}
+
+TEST(BaselineCommand, AFailingJobGivesItsExitCode) {
+  const fs::path root = fs::temp_directory_path() / ("gb_baseline_fail_" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  const auto o = gb::test::run_gpubase({"baseline", "--no-save", "-q", "-o",
+                                        (root / "out.txt").string(), "--", "sh", "-c", "exit 7"});
+  EXPECT_EQ(o.code, 7) << o.err;
+  fs::remove_all(root);
+}
+
+// Another process keeps the GPU busy (the fake NVML's healthy card: 97-99 % utilization): the
+// run refuses before measuring anything.
+TEST(BaselineCommand, RefusesWhileAnotherProcessUsesTheGpu) {
+  setenv("GPUBASE_NVML_LIBRARY", GPUBASE_FAKE_NVML_PATH, 1);
+  setenv("GPUBASE_FAKE_NVML_SCENARIO", "healthy", 1);
+  const auto o = gb::test::run_gpubase({"baseline", "--no-save", "--", "sh", "-c", "exit 0"});
+  unsetenv("GPUBASE_NVML_LIBRARY");
+  unsetenv("GPUBASE_FAKE_NVML_SCENARIO");
+  EXPECT_EQ(o.code, 4) << o.err;
+  EXPECT_NE(o.err.find("is in use by"), std::string::npos) << o.err;
+}
