@@ -7,6 +7,8 @@
 //             steps, while the watch sampler runs on a thread of this process: the GPU, CPU and
 //             data-wait rows of the checklist; --starve feeds it with one worker instead
 //   amp       the mixed-precision study, shortened: FP32, FP16 and BF16, 3 seeds (2 with --quick)
+//   infer     ResNet-50 inference (forward only, eval batch norm, CUDA graph), batch 64 per
+//             precision: the figure PyTorch's classic "time 100 forward passes" script aims at
 // With -- CMD: the card stage (quick), then the user's command under watch (the `job` stage).
 // Usage errors (an unknown model, a --data path that does not exist) are found before anything
 // runs. The stage runner (bench/baseline) keeps a failed or skipped stage from stopping the rest.
@@ -26,6 +28,7 @@
 
 #include "bench/amp.hpp"
 #include "bench/baseline.hpp"
+#include "bench/infer.hpp"
 #include "bench/loader.hpp"
 #include "bench/probe.hpp"
 #include "bench/train.hpp"
@@ -70,14 +73,14 @@ constexpr std::size_t kSynthClasses = 100;
 
 // Stage timing: what the progress line announces (H200, 16 cores; docs/baseline.md).
 struct StageBudget {
-  double card_s, loader_s, train_s, amp_s;
+  double card_s, loader_s, train_s, amp_s, infer_s;
   double loader_seconds_per_point;
   double train_timed_s;
   int train_warmup;
   int amp_seeds, amp_epochs;
 };
-constexpr StageBudget kFull{40, 35, 90, 80, 3.0, 60, 20, 3, 8};
-constexpr StageBudget kQuick{15, 15, 35, 25, 1.0, 20, 10, 2, 4};
+constexpr StageBudget kFull{40, 35, 90, 80, 20, 3.0, 60, 20, 3, 8};
+constexpr StageBudget kQuick{15, 15, 35, 25, 20, 1.0, 20, 10, 2, 4};
 
 // A progress line per stage and, on a terminal, a bar under the lines that shows the running
 // stage's elapsed time against its expected time. Every line goes through here so the bar is
@@ -333,6 +336,18 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
                       end.gpu_found = o.gpu_found;
                       end.no_gpu_reason = o.no_gpu_reason;
                       if (!o.gpu_found) end.skipped_reason = o.no_gpu_reason;
+                      return end;
+                    }});
+  stages.push_back({"infer", "inference: " + bench::train_model_title("resnet50") +
+                                 " forward only, CUDA graph, batch 64, FP32/FP16/BF16",
+                    b.infer_s, [&cli](bench::ResultSink& sink) {
+                      bench::InferBenchOptions o;
+                      o.device = cli.device;
+                      const bench::InferBenchOutcome out = bench::run_infer_bench(o, sink);
+                      bench::StageEnd end;
+                      end.gpu_found = out.gpu_found;
+                      end.no_gpu_reason = out.no_gpu_reason;
+                      if (!out.gpu_found) end.skipped_reason = "no GPU: " + out.no_gpu_reason;
                       return end;
                     }});
   return stages;

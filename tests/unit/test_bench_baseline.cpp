@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench/baseline.hpp"
+#include "bench/infer.hpp"
 #include "cli/baseline_cmd.hpp"
 #include "cli/suite_run.hpp"
 #include "core/cancel.hpp"
@@ -339,7 +340,7 @@ TEST(BaselineCommand, WithoutAGpuTheCpuStagesRunAndTheRunExits3) {
   const auto o = gb::test::run_gpubase({"baseline", "--quick", "--data", set.string(),
                                         "--no-save", "--json", "-o", json.string()});
   EXPECT_EQ(o.code, 3) << o.err;
-  EXPECT_NE(o.err.find("baseline [2/4] input pipeline"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("baseline [2/5] input pipeline"), std::string::npos) << o.err;
   const gb::Run run = gb::cli::load_run(json);
   const gb::Result* knee = find(run.results, "loader.cpu.knee.workers");
   ASSERT_TRUE(knee && knee->value) << "the loader's CPU sweep ran";
@@ -421,4 +422,37 @@ TEST(BaselineCommand, RefusesWhileAnotherProcessUsesTheGpu) {
   unsetenv("GPUBASE_FAKE_NVML_SCENARIO");
   EXPECT_EQ(o.code, 4) << o.err;
   EXPECT_NE(o.err.find("is in use by"), std::string::npos) << o.err;
+}
+
+TEST(BaselineInfer, PassTimesBecomeImagesPerSecondAtTheMedian) {
+  gb::bench::InferMeasurement m{"resnet50", "bf16", 64};
+  m.pass_ms = {1.0, 2.0, 4.0};
+  const gb::Result r = gb::bench::infer_result(m);
+  EXPECT_EQ(r.key, "infer.resnet50.bf16.b64.images_per_s");
+  ASSERT_TRUE(r.value);
+  EXPECT_DOUBLE_EQ(*r.value, 64 * 1e3 / 2.0);
+  EXPECT_EQ(r.number_param("passes"), 3.0);
+  EXPECT_EQ(r.text_param("precision"), "bf16");
+}
+
+TEST(BaselineInfer, AnEngineErrorFailsTheConfigurationWithItsMessage) {
+  gb::bench::InferMeasurement m{"resnet50", "fp32", 64};
+  m.error = "out of device memory";
+  const gb::Result r = gb::bench::infer_result(m);
+  EXPECT_FALSE(r.value);
+  EXPECT_EQ(r.status, gb::Status::fail);
+  EXPECT_EQ(r.reason, "out of device memory");
+}
+
+TEST(BaselineInfer, WithoutAGpuEveryPrecisionIsSkippedWithTheReason) {
+  std::string no_gpu;
+  if (gb::bench::cuda_device_count(no_gpu) > 0) GTEST_SKIP() << "this machine has a GPU";
+  ResultSink sink;
+  const auto o = gb::bench::run_infer_bench({}, sink);
+  EXPECT_FALSE(o.gpu_found);
+  ASSERT_EQ(sink.results().size(), 3u);
+  for (const gb::Result& r : sink.results()) {
+    EXPECT_EQ(r.status, gb::Status::skipped);
+    EXPECT_EQ(r.reason, o.no_gpu_reason);
+  }
 }
