@@ -42,6 +42,8 @@
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "data/open.hpp"
+#include "diagnose/text.hpp"
+#include "diagnose/thresholds.hpp"
 #include "data/synth.hpp"
 #include "sys/nvml.hpp"
 #include "watch/background.hpp"
@@ -388,24 +390,6 @@ void refuse_if_gpu_in_use(int device) {
                     "for it to finish or pick another GPU with -d");
 }
 
-// The rows a watched job cannot fill the way our own training run does.
-void explain_job_rows(Run& run) {
-  for (ChecklistRow& row : run.checklist) {
-    if (row.id == "amp_accuracy" && row.status == Status::skipped && !row.measured) {
-      row.evidence =
-          "not measured for your job: mixed precision's accuracy cost depends on the model and "
-          "data; run `gpubase amp --data YOUR_IDX_SET` (or compare your own FP32 and AMP runs)";
-    }
-    if (row.id == "data_loading" && row.status == Status::skipped && !row.measured &&
-        !run.find("watch.cuda.data_wait.pct")) {
-      row.evidence =
-          "not measurable from outside: NVML and /proc see the GPU busy or idle but not where a "
-          "step starts or what the job waits on; `gpubase watch` with CUDA activity (CUPTI) "
-          "measures it where available, and `gpubase train --data` measures it for our loader";
-    }
-  }
-}
-
 bench::BaselineStage job_stage(const BaselineCli& cli, std::optional<int>& job_exit) {
   std::string title;
   for (const std::string& a : cli.command) title += (title.empty() ? "" : " ") + a;
@@ -447,6 +431,37 @@ bench::BaselineStage job_stage(const BaselineCli& cli, std::optional<int>& job_e
 }
 
 }  // namespace
+
+void explain_job_rows(Run& run) {
+  const Result* wait = run.find("watch.cuda.data_wait.pct");
+  const diagnose::MetricRowSpec* spec = diagnose::find_metric_row("data_loading");
+  for (ChecklistRow& row : run.checklist) {
+    if (row.status != Status::skipped || row.measured) continue;
+    if (row.id == "amp_accuracy") {
+      row.evidence =
+          "not measured for your job: mixed precision's accuracy cost depends on the model and "
+          "data; run `gpubase amp --data YOUR_IDX_SET` (or compare your own FP32 and AMP runs)";
+    } else if (row.id == "data_loading" && wait && wait->value && spec) {
+      // The job's share of wall time waiting for data, seen through CUDA activity.
+      const double v = *wait->value;
+      row.measured = diagnose::format_number(v) + " %";
+      row.status = v < spec->pass_limit    ? Status::pass
+                   : v <= spec->warn_limit ? Status::warn
+                                           : Status::fail;
+      row.evidence = wait->label + " " + *row.measured + " (" + wait->key + ")";
+      if (!wait->reason.empty()) row.evidence += ": " + wait->reason;
+      if (row.status != Status::pass) row.advice = std::string(spec->advice);
+    } else if (row.id == "data_loading") {
+      row.evidence =
+          wait && !wait->reason.empty()
+              ? "not measurable from outside: " + wait->reason
+              : "not measurable from outside: NVML and /proc see the GPU busy or idle but not "
+                "where a step starts or what the job waits on; `gpubase watch` with CUDA "
+                "activity (CUPTI) measures it where available, and `gpubase train --data` "
+                "measures it for our loader";
+    }
+  }
+}
 
 fs::path cached_synthetic_set(const fs::path& dir, std::size_t images, std::size_t classes,
                               double size_scale,

@@ -458,3 +458,25 @@ TEST(BaselineInfer, WithoutAGpuEveryPrecisionIsSkippedWithTheReason) {
     EXPECT_EQ(r.reason, o.no_gpu_reason);
   }
 }
+
+TEST(BaselineCommand, AJobsCudaActivityDataWaitFillsTheDataRow) {
+  gb::Run run;
+  run.checklist = gb::diagnose::build_checklist(run);  // every row skipped: nothing measured
+  gb::Run with = run;
+  gb::cli::explain_job_rows(run);
+  for (const gb::ChecklistRow& row : run.checklist)
+    if (row.id == "data_loading") {
+      EXPECT_EQ(row.status, gb::Status::skipped);
+      EXPECT_NE(row.evidence.find("not measurable from outside"), std::string::npos);
+    }
+  with.results.push_back(gb::Result::measured("watch.cuda.data_wait.pct",
+                                              "GPU idle waiting for data", "%", {31.0}, false));
+  gb::cli::explain_job_rows(with);
+  for (const gb::ChecklistRow& row : with.checklist)
+    if (row.id == "data_loading") {
+      EXPECT_EQ(row.status, gb::Status::fail);  // above the 25 % warn limit
+      EXPECT_EQ(row.measured, "31 %");
+      EXPECT_NE(row.evidence.find("watch.cuda.data_wait.pct"), std::string::npos);
+      EXPECT_FALSE(row.advice.empty());
+    }
+}
