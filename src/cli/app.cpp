@@ -13,6 +13,7 @@
 #include "bench/probe.hpp"
 #include "bench/train.hpp"
 #include "cli/dataset_cmd.hpp"
+#include "cli/fleet_cmd.hpp"
 #include "cli/help.hpp"
 #include "cli/loader_cmd.hpp"
 #include "cli/output.hpp"
@@ -114,9 +115,13 @@ int dispatch(int argc, char** argv) {
   CLI::App* amp = nullptr;
   const auto amp_opts = add_amp_command(app, amp);
 
+  CLI::App* fleet = nullptr;
+  const auto fleet_opts = add_fleet_command(app, fleet);
+
   OutputOptions report_out;
   std::string report_file;
-  auto* report = app.add_subcommand("report", "render a saved run (terminal, Markdown or JSON)");
+  auto* report =
+      app.add_subcommand("report", "render a saved run (terminal, Markdown, JSON, CSV or HTML)");
   report->add_option("file", report_file, "run file (JSON written by --json or --save)")
       ->required();
   add_output_options(*report, report_out);
@@ -162,8 +167,11 @@ int dispatch(int argc, char** argv) {
   if (*loader) return run_loader_command(*loader_opts);
   if (*train) return run_train_command(*train_opts);
   if (*amp) return run_amp_command(*amp_opts);
+  if (*fleet) return run_fleet_command(*fleet_opts);
   if (*report) {
+    check_output_writable(report_out);
     Run run = load_run(report_file);
+    report_out.run_file = report_file;
     emit_run(run, report_out);
     return 0;
   }

@@ -8,6 +8,7 @@
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "diagnose/diagnose.hpp"
+#include "sys/identity.hpp"
 
 namespace gb::cli {
 
@@ -15,7 +16,11 @@ void add_output_options(CLI::App& cmd, OutputOptions& out, bool* save) {
   if (save) cmd.add_flag("--save", *save, "also save the run under the data folder");
   cmd.add_flag("--json", out.json, "print the run as JSON (schema: docs/results.md)");
   cmd.add_flag("--md", out.markdown, "print the run as Markdown");
-  cmd.add_option("-o,--output", out.output_file, "write the output to FILE instead of stdout");
+  cmd.add_flag("--csv", out.csv, "print the results as CSV (one row per result)");
+  cmd.add_flag("--html", out.html,
+               "write the run as one self-contained HTML page with charts (use with -o FILE)");
+  cmd.add_option("-o,--output", out.output_file,
+                 "write the output to FILE instead of stdout; %N host, %r rank, %j job id, %% '%'");
   cmd.add_flag("-q,--quiet", out.quiet, "no progress lines on stderr");
   cmd.add_flag("--no-color", out.no_color, "no ANSI colours (also: NO_COLOR=1)");
 }
@@ -48,7 +53,9 @@ Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
   sink.end(end.interrupted);
   run_.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  run_.environment = std::move(sink.facts());
+  // Who and where ran it (host, launcher, rank, job) first: what `fleet merge` groups runs by.
+  run_.environment = sys::identity_facts(sys::current_identity());
+  for (Fact& f : sink.facts()) run_.environment.push_back(std::move(f));
   run_.sections = std::move(sink.sections());
   run_.results = std::move(sink.results());
   run_.gpu = sink.gpu();
