@@ -15,7 +15,7 @@ Jobs (model: torchvision ResNet-18 unless said; data made in memory, no download
   small_batch     batch 4, no workers: the launching thread is the limit
   sync_disk       the main process reads every sample from files with the page cache
                   dropped (posix_fadvise DONTNEED), one read at a time: storage_bound
-  many_workers    3 x cores workers, small sample set, epochs restart the pool: input-bound
+  many_workers    3 x cores workers with costly samples contending for the cores: input-bound
   pageable        pin_memory=False, large float32 batches, a light model: pageable_copies
   host_sync       loss.item() and a print every step with a small model: host_sync
   tiny_kernels    hundreds of elementwise ops on tiny tensors per step: tiny_kernels
@@ -152,7 +152,7 @@ def config(job):
     elif job == "sync_disk":
         c.update(workers=0, batch=32, files=make_files(1024, 112))
     elif job == "many_workers":
-        c.update(workers=3 * cores, work=8, n=512, persistent=False)
+        c.update(workers=3 * cores, work=30, n=8192)
     elif job == "pageable":
         c.update(pin=False, batch=512, size=160, model="tiny")
     elif job == "host_sync":
