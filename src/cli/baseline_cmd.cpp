@@ -381,8 +381,9 @@ void explain_job_rows(Run& run) {
           "not measured for your job: mixed precision's accuracy cost depends on the model and "
           "data; run `gpubase amp --data YOUR_IDX_SET` (or compare your own FP32 and AMP runs)";
     }
+    const Result* job_wait = run.find("watch.cuda.data_wait.pct");
     if (row.id == "data_loading" && row.status == Status::skipped && !row.measured &&
-        !run.find("watch.cuda.data_wait.pct")) {
+        !(job_wait && job_wait->value)) {
       row.evidence =
           "not measurable from outside: NVML and /proc see the GPU busy or idle but not where a "
           "step starts or what the job waits on; `gpubase watch` with CUDA activity (CUPTI) "
