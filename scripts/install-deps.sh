@@ -8,8 +8,9 @@
 set -euo pipefail
 PACKAGES=(cmake g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libturbojpeg0-dev
           zlib1g-dev dataset-fashion-mnist)
-# The HTML report tests render pages in headless Chromium (skipped without it).
-PACKAGES+=(chromium)
+# The HTML report tests render pages in headless Chromium (skipped without it); the run history
+# is an SQLite database.
+PACKAGES+=(chromium libsqlite3-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,6 +14,7 @@
 #include "bench/train.hpp"
 #include "cli/dataset_cmd.hpp"
 #include "cli/help.hpp"
+#include "cli/history_cmd.hpp"
 #include "cli/loader_cmd.hpp"
 #include "cli/output.hpp"
 #include "cli/suite_run.hpp"
@@ -114,6 +115,11 @@ int dispatch(int argc, char** argv) {
   CLI::App* amp = nullptr;
   const auto amp_opts = add_amp_command(app, amp);
 
+  CLI::App* history = nullptr;
+  const auto history_opts = add_history_command(app, history);
+  CLI::App* compare = nullptr;
+  const auto compare_opts = add_compare_command(app, compare);
+
   OutputOptions report_out;
   std::string report_file;
   auto* report =
@@ -163,6 +169,8 @@ int dispatch(int argc, char** argv) {
   if (*loader) return run_loader_command(*loader_opts);
   if (*train) return run_train_command(*train_opts);
   if (*amp) return run_amp_command(*amp_opts);
+  if (*history) return run_history_command(*history_opts);
+  if (*compare) return run_compare_command(*compare_opts);
   if (*report) {
     check_output_writable(report_out);
     Run run = load_run(report_file);
