@@ -20,6 +20,7 @@
 #include "bench/train.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
+#include "sys/identity.hpp"
 #include "store/history.hpp"
 #include "watch/series_chart.hpp"
 #include "watch/watch.hpp"
@@ -69,13 +70,19 @@ RunSeries run_series(const Run& run, const OutputOptions& options, std::string& 
 
 }  // namespace
 
+std::string output_path(const OutputOptions& options) {
+  if (options.output_file.empty()) return {};
+  return sys::expand_output_pattern(options.output_file, sys::current_identity());
+}
+
 void emit_run(const Run& run, const OutputOptions& options) {
   report::Format format = report::Format::terminal;
   if (options.json) format = report::Format::json;
   if (options.markdown) format = report::Format::markdown;
   if (options.csv) format = report::Format::csv;
   if (options.html) format = report::Format::html;
-  const bool to_file = !options.output_file.empty();
+  const std::string file = output_path(options);
+  const bool to_file = !file.empty();
   report::TerminalOptions term;
   term.color = !to_file && !options.no_color && format == report::Format::terminal &&
                ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
@@ -98,24 +105,25 @@ void emit_run(const Run& run, const OutputOptions& options) {
                                           std::strerror(errno));
     return;
   }
-  std::ofstream out(options.output_file, std::ios::binary);
-  if (!out) throw Error(ErrorKind::usage, "cannot write " + options.output_file);
+  std::ofstream out(file, std::ios::binary);
+  if (!out) throw Error(ErrorKind::usage, "cannot write " + file);
   out << text;
-  if (!out.flush()) throw Error(ErrorKind::runtime, "writing " + options.output_file + " failed");
+  if (!out.flush()) throw Error(ErrorKind::runtime, "writing " + file + " failed");
 }
 
 void check_output_writable(const OutputOptions& options) {
   if (int{options.json} + int{options.markdown} + int{options.csv} + int{options.html} > 1)
     throw Error(ErrorKind::usage, "choose one output format: --json, --md, --csv or --html");
-  if (options.output_file.empty()) return;
-  const std::filesystem::path file(options.output_file);
+  const std::string name = output_path(options);
+  if (name.empty()) return;
+  const std::filesystem::path file(name);
   const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec))
-    throw Error(ErrorKind::usage, "-o " + options.output_file + ": is a folder; give a file name");
+    throw Error(ErrorKind::usage, "-o " + name + ": is a folder; give a file name");
   const bool exists = std::filesystem::exists(file, ec);
   if (exists ? ::access(file.c_str(), W_OK) != 0 : ::access(dir.c_str(), W_OK | X_OK) != 0)
-    throw Error(ErrorKind::usage, "-o " + options.output_file + ": cannot be written (" +
+    throw Error(ErrorKind::usage, "-o " + name + ": cannot be written (" +
                                       (exists ? file.string() : dir.string()) + ": " +
                                       std::strerror(errno) + ")");
 }

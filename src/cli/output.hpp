@@ -22,6 +22,10 @@ struct OutputOptions {
   bool no_color = false;
 };
 
+// -o FILE with its placeholders expanded (%N host, %r rank, %j job id, %% a '%':
+// sys/identity.hpp); empty for standard output. Throws gb::Error (usage) for an unknown one.
+std::string output_path(const OutputOptions& options);
+
 // Renders the run in the chosen format and writes it to -o FILE or stdout.
 void emit_run(const Run& run, const OutputOptions& options);
 // Throws gb::Error (usage) when -o names a file that cannot be written, or when more than one

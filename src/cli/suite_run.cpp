@@ -8,6 +8,7 @@
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "diagnose/diagnose.hpp"
+#include "sys/identity.hpp"
 
 namespace gb::cli {
 
@@ -18,7 +19,8 @@ void add_output_options(CLI::App& cmd, OutputOptions& out, bool* save) {
   cmd.add_flag("--csv", out.csv, "print the results as CSV (one row per result)");
   cmd.add_flag("--html", out.html,
                "write the run as one self-contained HTML page with charts (use with -o FILE)");
-  cmd.add_option("-o,--output", out.output_file, "write the output to FILE instead of stdout");
+  cmd.add_option("-o,--output", out.output_file,
+                 "write the output to FILE instead of stdout; %N host, %r rank, %j job id, %% '%'");
   cmd.add_flag("-q,--quiet", out.quiet, "no progress lines on stderr");
   cmd.add_flag("--no-color", out.no_color, "no ANSI colours (also: NO_COLOR=1)");
 }
@@ -51,7 +53,9 @@ Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
   sink.end(end.interrupted);
   run_.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  run_.environment = std::move(sink.facts());
+  // Who and where ran it (host, launcher, rank, job) first: what `fleet merge` groups runs by.
+  run_.environment = sys::identity_facts(sys::current_identity());
+  for (Fact& f : sink.facts()) run_.environment.push_back(std::move(f));
   run_.sections = std::move(sink.sections());
   run_.results = std::move(sink.results());
   run_.gpu = sink.gpu();
