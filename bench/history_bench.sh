@@ -3,7 +3,8 @@
 # runs (default 10,000) in a scratch data folder: each run is the committed H200 probe run
 # (bench/results/h200-probe-v4.json, 61 results) with its raw samples, params and telemetry
 # left out, its time, GPU (8 UUIDs), host (8 names) and figures varied. Prints the time of the
-# first use (the import of every file into the index) and of the queries after it.
+# first use (the import of every file into the index) and of the queries after it: wall time and
+# CPU time (user + sys), and `gpubase --version` as the cost of starting the process at all.
 # Needs python3 and a built gpubase ($BUILD, default build/).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,11 +34,23 @@ for i in range(n):
     json.dump(run, open(os.path.join(out, "probe-%05d.json" % i), "w"))
 PY
 G=$BUILD/apps/gpubase/gpubase
-t() { local s=$(date +%s.%N); GPUBASE_HOME=$HOME_DIR "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc; }
+# "wall W s, cpu C s" for one command.
+t() {
+  python3 - "$HOME_DIR" "$@" <<'PY'
+import os, resource, subprocess, sys, time
+env = dict(os.environ, GPUBASE_HOME=sys.argv[1])
+t0 = time.monotonic()
+subprocess.run(sys.argv[2:], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+wall = time.monotonic() - t0
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("wall %.3f s, cpu %.3f s" % (wall, ru.ru_utime + ru.ru_stime))
+PY
+}
 echo "runs: $RUNS ($(du -sh "$HOME_DIR/runs" | cut -f1) of run files)"
-echo "first use, imports every run:        $(t "$G" history) s"
-echo "history (newest 20):                 $(t "$G" history) s"
-echo "history --key (all runs):            $(t "$G" history --key probe.gemm.bf16.tflops -n 0) s"
-echo "history --gpu --key:                 $(t "$G" history --gpu GPU-00000003 --key probe.gemm.bf16.tflops -n 0) s"
-echo "compare --last:                      $(t "$G" compare --last || true) s"
-echo "compare A B (two files):             $(t "$G" compare probe-00001.json probe-00009.json || true) s"
+echo "gpubase --version (process start):   $(t "$G" --version)"
+echo "first use, imports every run:        $(t "$G" history)"
+echo "history (newest 20):                 $(t "$G" history)"
+echo "history --key (all runs):            $(t "$G" history --key probe.gemm.bf16.tflops -n 0)"
+echo "history --gpu --key:                 $(t "$G" history --gpu GPU-00000003 --key probe.gemm.bf16.tflops -n 0)"
+echo "compare --last:                      $(t "$G" compare --last || true)"
+echo "compare A B (two files):             $(t "$G" compare probe-00001.json probe-00009.json || true)"
