@@ -12,7 +12,8 @@ PACKAGES=(cmake g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libt
 # The fleet end-to-end test (tests/fleet/slurm_mpi_test.sh) starts a local Slurm and runs OpenMPI.
 PACKAGES+=(slurm-wlm munge openmpi-bin)
 # The HTML report tests render pages in headless Chromium (skipped without it).
-PACKAGES+=(chromium)
+# The run history is an SQLite database.
+PACKAGES+=(chromium libsqlite3-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

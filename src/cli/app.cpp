@@ -15,6 +15,7 @@
 #include "cli/dataset_cmd.hpp"
 #include "cli/fleet_cmd.hpp"
 #include "cli/help.hpp"
+#include "cli/history_cmd.hpp"
 #include "cli/loader_cmd.hpp"
 #include "cli/output.hpp"
 #include "cli/suite_run.hpp"
@@ -90,6 +91,10 @@ int dispatch(int argc, char** argv) {
 
   CLI::App* fleet = nullptr;
   const auto fleet_opts = add_fleet_command(app, fleet);
+  CLI::App* history = nullptr;
+  const auto history_opts = add_history_command(app, history);
+  CLI::App* compare = nullptr;
+  const auto compare_opts = add_compare_command(app, compare);
 
   OutputOptions report_out;
   std::string report_file;
@@ -134,6 +139,8 @@ int dispatch(int argc, char** argv) {
   if (*train) return run_train_command(*train_opts);
   if (*amp) return run_amp_command(*amp_opts);
   if (*fleet) return run_fleet_command(*fleet_opts);
+  if (*history) return run_history_command(*history_opts);
+  if (*compare) return run_compare_command(*compare_opts);
   if (*report) {
     check_output_writable(report_out);
     Run run = load_run(report_file);

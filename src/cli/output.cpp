@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "core/json.hpp"
 #include "sys/identity.hpp"
+#include "store/history.hpp"
 #include "watch/series_chart.hpp"
 #include "watch/watch.hpp"
 #include "report/report.hpp"
@@ -154,6 +155,16 @@ std::filesystem::path save_run(const Run& run) {
   std::ofstream out(path);
   out << to_json(run).dump(2) << "\n";
   if (!out.flush()) throw Error(ErrorKind::runtime, "writing " + path.string() + " failed");
+  out.close();
+  // Indexed for `gpubase history` / `compare --last` (opening the history indexes every run file
+  // it does not have yet, this one included). The file is the run: an index that cannot be
+  // written costs a warning, never the run.
+  try {
+    store::History::open(data_dir());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "gpubase: the run is saved (%s) but not indexed: %s\n",
+                 path.string().c_str(), e.what());
+  }
   return path;
 }
 

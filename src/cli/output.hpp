@@ -38,7 +38,8 @@ void progress_line(const OutputOptions& options, const std::string& line);
 
 // $GPUBASE_HOME, else $XDG_DATA_HOME/gpubase, else ~/.local/share/gpubase.
 std::filesystem::path data_dir();
-// Writes the run as JSON under data_dir()/runs/ and returns the path.
+// Writes the run as JSON under data_dir()/runs/, indexes it in the history (a warning when the
+// index cannot be written: the file is the run) and returns the path.
 std::filesystem::path save_run(const Run& run);
 Run load_run(const std::filesystem::path& path);
 

@@ -185,6 +185,27 @@ const MetricRowSpec* find_metric_row(std::string_view id) {
   return nullptr;
 }
 
+std::span<const RegressionThreshold> regression_thresholds() {
+  static constexpr RegressionThreshold kRules[] = {
+      {"", 5.0, "default: run-to-run spread of throughput figures on one card is 1-3 %"},
+      {"probe.gemm.", 3.0, "GEMM at a fixed shape repeats within 1 % on an H200 (CV column)"},
+      {"probe.memory.", 3.0, "HBM bandwidth repeats within 1 %"},
+      {"probe.pcie.", 5.0, "PCIe copies move 2-3 % with host load"},
+      {"probe.latency.", 15.0, "microsecond latencies move 5-10 % with CPU frequency and load"},
+      {"probe.host.", 10.0, "host memory bandwidth moves with other processes on the host"},
+      {"loader.", 7.0, "the loader sweep's CV is 4-8 % per point (bench/results/h200-loader-v5)"},
+      {"watch.", 10.0, "a watched job's figures depend on the job's phase and its inputs"},
+  };
+  return kRules;
+}
+
+const RegressionThreshold& find_regression_threshold(std::string_view key) {
+  const RegressionThreshold* best = &regression_thresholds()[0];
+  for (const RegressionThreshold& t : regression_thresholds())
+    if (key.starts_with(t.key_prefix) && t.key_prefix.size() > best->key_prefix.size()) best = &t;
+  return *best;
+}
+
 }  // namespace gb::diagnose
 
 namespace gb::diagnose {

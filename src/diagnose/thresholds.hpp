@@ -124,6 +124,16 @@ std::span<const MetricRowSpec> metric_rows();
 // The checklist row of that id, or nullptr.
 const MetricRowSpec* find_metric_row(std::string_view id);
 
+// compare: the smallest change of a key, in % of the older run's value, that can be a
+// regression (it must also exceed both runs' spread). Longest matching key prefix wins.
+struct RegressionThreshold {
+  std::string_view key_prefix;  // "" matches every key
+  double pct;
+  std::string_view why;
+};
+std::span<const RegressionThreshold> regression_thresholds();
+const RegressionThreshold& find_regression_threshold(std::string_view key);
+
 }  // namespace gb::diagnose
 
 namespace gb::diagnose {

@@ -6,6 +6,7 @@
 #pragma once
 #include <string>
 
+#include "core/comparison.hpp"
 #include "core/result.hpp"
 #include "core/series.hpp"
 
@@ -43,5 +44,9 @@ std::string render_csv(const Run& run);
 // bars against their references, sweeps over a parameter as lines, variants with their noise,
 // time series downsampled keeping each bucket's extremes) above its table, the environment last.
 std::string render_html(const Run& run, const HtmlOptions& options = {});
+
+// `gpubase compare`: one line per key (regressions first): before, after, change, verdict.
+std::string render_comparison(const Comparison& comparison, const std::string& before,
+                              const std::string& after);
 
 }  // namespace gb::report
