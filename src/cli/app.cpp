@@ -16,6 +16,7 @@
 #include "cli/fleet_cmd.hpp"
 #include "cli/help.hpp"
 #include "cli/loader_cmd.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/output.hpp"
 #include "cli/suite_run.hpp"
 #include "cli/signals.hpp"
@@ -125,6 +126,7 @@ int dispatch(int argc, char** argv) {
   report->add_option("file", report_file, "run file (JSON written by --json or --save)")
       ->required();
   add_output_options(*report, report_out);
+  refuse_negative_unsigned(app);
 
   // A first word that names no command gets a message that says so (CLI11 would only say a
   // subcommand is required).
@@ -181,6 +183,7 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const RunningCommand running;
   try {
     return dispatch(argc, argv);
   } catch (const Error& e) {

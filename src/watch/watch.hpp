@@ -33,6 +33,8 @@ struct WatchOptions {
   double stop_grace_s = 10.0;        // time a job gets to exit after Ctrl-C / --duration
   bool perf_counters = true;
   std::string proc_root = "/proc";
+  // The started command's stdout goes to stderr (the report is a document on stdout).
+  bool job_stdout_to_stderr = false;
 };
 
 struct WatchHooks {
@@ -48,6 +50,7 @@ struct WatchOutcome {
   std::string end_reason;               // "the job exited with code 0", ...
   bool interrupted = false;             // the user stopped monitoring (Ctrl-C)
   bool stopped_by_duration = false;
+  bool stopped_at_once = false;  // a second Ctrl-C: the job killed without its grace
   bool gpu_available = false;
   std::string gpu_unavailable;  // why not, when !gpu_available
   double duration_s = 0;
