@@ -49,6 +49,14 @@ def _close_all():
         loader.close()
 
 
+def _have_numpy():
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _dtype_name(dtype, on_gpu):
     if dtype is None:
         return "bfloat16" if on_gpu else "float32"
@@ -138,6 +146,9 @@ class Loader:
         if self.on_gpu and torch is None:
             raise UsageError("GPU tensors are handed to PyTorch: install torch, or use "
                              "device='cpu' for numpy arrays")
+        if not self.on_gpu and torch is None and not _have_numpy():
+            raise UsageError("device='cpu' batches are torch tensors or numpy arrays: install "
+                             "torch or numpy")
         if workers is not None and (not isinstance(workers, int) or workers < 1):
             raise UsageError("workers %r: a count of 1 or more, or None for a sweep" % (workers,))
         self.dtype_name = _dtype_name(dtype, self.on_gpu)

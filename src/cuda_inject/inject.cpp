@@ -288,12 +288,18 @@ bool resolve(void* h, const char* name, F& fn, std::string& missing) {
 
 std::string open_cupti(Cupti& c) {
   std::string tried;
+  // A CUPTI the job already loaded (PyTorch links its own copy) is used as it is: two copies
+  // of CUPTI in one process would fight over the driver's activity interface.
+  for (const char* n : {"libcupti.so.13", "libcupti.so"}) {
+    c.handle = dlopen(n, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (c.handle) break;
+  }
   // GPUBASE_CUPTI_PATH (what `watch` found) is the only candidate when set.
   const char* env = std::getenv("GPUBASE_CUPTI_PATH");
   const bool given = env && *env;
   const char* names[] = {given ? env : "libcupti.so.13", given ? nullptr : "libcupti.so"};
   for (const char* n : names) {
-    if (!n) continue;
+    if (c.handle || !n) continue;
     c.handle = dlopen(n, RTLD_NOW | RTLD_LOCAL);
     if (c.handle) break;
     const char* err = dlerror();

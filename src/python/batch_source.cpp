@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "core/error.hpp"
 #include "data/normalize.hpp"
@@ -210,8 +211,13 @@ struct BatchSource::Host {
 // ---- BatchSource ----------------------------------------------------------------------------
 
 BatchSource::BatchSource(const SourceOptions& options) : options_(options) {
-  pipeline::validate(options_.pipeline);
   pipeline::PipelineOptions& po = options_.pipeline;
+  {
+    // decode='both' without a share: the share is measured below, once the GPU is open.
+    pipeline::PipelineOptions checked = po;
+    if (checked.decode == pipeline::DecodeMode::both && !checked.gpu_share) checked.gpu_share = 0.5;
+    pipeline::validate(checked);
+  }
   if (!options_.on_gpu && po.decode != pipeline::DecodeMode::cpu)
     throw Error(ErrorKind::usage, "decode='" + std::string(pipeline::to_string(po.decode)) +
                                       "' decodes on a GPU: it needs a CUDA device, not 'cpu'");
@@ -237,31 +243,41 @@ BatchSource::BatchSource(const SourceOptions& options) : options_(options) {
     if (po.device >= count)
       throw Error(ErrorKind::usage, "device " + std::to_string(po.device) + ": this machine has " +
                                         std::to_string(count) + (count == 1 ? " GPU" : " GPUs"));
+    // Everything below runs on the asked device and leaves the caller's current one as it was.
     DeviceScope scope(po.device);
     if (po.decode == pipeline::DecodeMode::both && !po.gpu_share) {
+      if (po.workers == 0) {
+        // The knee of the CPU path first: the share balances that path against nvJPEG.
+        po.decode = pipeline::DecodeMode::cpu;
+        choose_workers();
+        po.decode = pipeline::DecodeMode::both;
+      }
       std::string why_not;
       const auto share = pipeline::balanced_share(*dataset_, po, 4, why_not);
       if (!share) throw Error(ErrorKind::no_gpu, "decode='both': " + why_not);
       po.gpu_share = share->gpu_share;
     }
     memory_ = std::make_shared<DeviceMemory>(po.device);
+    choose_workers();
+    open_pipeline(0);
 #else
     throw Error(ErrorKind::no_gpu,
                 "built without CUDA: GPU tensors cannot be made (use device='cpu')");
 #endif
   } else {
     memory_ = std::make_shared<HostMemory>();
+    choose_workers();
+    host_ = std::make_unique<Host>(*dataset_, po, workers_);
   }
+}
+
+void BatchSource::choose_workers() {
+  pipeline::PipelineOptions& po = options_.pipeline;
   if (po.workers == 0) {
     sweep_ = sweep_workers();
     po.workers = sweep_.knee;
   }
   workers_ = po.workers;
-  if (options_.on_gpu) {
-    open_pipeline(0);
-  } else {
-    host_ = std::make_unique<Host>(*dataset_, po, workers_);
-  }
 }
 
 BatchSource::~BatchSource() { close(); }
@@ -472,6 +488,7 @@ SourceStats BatchSource::stats() const {
     n["gpu_decoded"] = static_cast<double>(ps.gpu_decoded);
     n["cpu_decoded"] = static_cast<double>(ps.cpu_decoded);
     n["decode_failures"] = static_cast<double>(ps.decode_failures);
+    n["gpu_batches_timed"] = static_cast<double>(ps.gpu_batches);
     if (ps.gpu_batches > 0) {
       const double per_batch = 1.0 / static_cast<double>(ps.gpu_batches);
       n["gpu_decode_ms_per_batch"] = ps.decode_gpu_ms * per_batch;

@@ -125,6 +125,7 @@ class BatchSource {
  private:
   struct Host;
   void open_pipeline(std::uint32_t first_epoch);
+  void choose_workers();  // options_.pipeline.workers, or the knee of sweep_workers()
   WorkerSweep sweep_workers();
 
   SourceOptions options_;

@@ -3,6 +3,27 @@
 # (Debian: python3-dev, pybind11-dev; an air-gapped host: pybind11 from the .deps/ folder through
 # CMAKE_PREFIX_PATH, the interpreter's own headers); otherwise left out with a message. The
 # package lands in <build>/python/gpubase: PYTHONPATH=<build>/python makes `import gpubase` work.
+# The interpreter the module is built for: unless Python3_EXECUTABLE is given, the first of
+# `python3` on the PATH and the system's /usr/bin/python3 that has torch, else numpy (the tensors
+# the loader hands over), else whichever FindPython3 picks.
+if(NOT Python3_EXECUTABLE)
+  find_program(gpubase_path_python3 python3)
+  foreach(module torch numpy)
+    foreach(candidate ${gpubase_path_python3} /usr/bin/python3)
+      if(EXISTS "${candidate}")
+        execute_process(COMMAND "${candidate}" -c "import ${module}" RESULT_VARIABLE rc
+                        OUTPUT_QUIET ERROR_QUIET)
+        if(rc EQUAL 0)
+          set(Python3_EXECUTABLE "${candidate}")
+          break()
+        endif()
+      endif()
+    endforeach()
+    if(Python3_EXECUTABLE)
+      break()
+    endif()
+  endforeach()
+endif()
 find_package(Python3 COMPONENTS Interpreter Development.Module)
 if(Python3_FOUND)
   find_package(pybind11 CONFIG QUIET)

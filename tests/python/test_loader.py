@@ -123,6 +123,24 @@ class Order(unittest.TestCase):
 
 
 @unittest.skipIf(numpy is None, "numpy is not installed")
+class Formats(unittest.TestCase):
+    def test_webdataset_shards_and_a_pack_give_every_sample_once(self):
+        binary = os.environ["GPUBASE_BIN"]
+        shards = os.path.join(TMP, "shards")
+        subprocess.run([binary, "dataset", "synth", "--out", shards, "--images", str(IMAGES),
+                        "--classes", str(IMAGES), "--scale", "0.2", "--seed", "3",
+                        "--threads", "2", "--layout", "shards", "--images-per-shard", "20"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pack = os.path.join(TMP, "set.gbpack")
+        subprocess.run([binary, "dataset", "pack", "--data", CLEAN, "--out", pack], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for path in (shards, pack):
+            with self.subTest(path=os.path.basename(path)):
+                labels = numpy.concatenate([y for _, y in epoch_batches(cpu_loader(path))])
+                self.assertEqual(sorted(labels.tolist()), list(range(IMAGES)))
+
+
+@unittest.skipIf(numpy is None, "numpy is not installed")
 class Sharding(unittest.TestCase):
     def test_ranks_are_disjoint_and_together_complete(self):
         seen = []
@@ -238,6 +256,23 @@ class BadSamples(unittest.TestCase):
 
 
 class Errors(unittest.TestCase):
+    def test_without_torch_or_numpy_cpu_batches_are_refused(self):
+        code = textwrap.dedent("""
+            import sys
+            sys.modules["torch"] = None
+            sys.modules["numpy"] = None
+            import gpubase
+            try:
+                gpubase.Loader(sys.argv[1], batch_size=8, size=32, workers=1, device="cpu")
+            except gpubase.UsageError as e:
+                print(e)
+        """)
+        r = subprocess.run([sys.executable, "-c", code, CLEAN], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("install torch or numpy", r.stdout)
+
+    @unittest.skipIf(numpy is None and torch is None, "CPU batches need numpy or torch")
     def test_a_missing_path_names_it(self):
         with self.assertRaises(gpubase.UsageError) as caught:
             gpubase.Loader(os.path.join(TMP, "nowhere"), device="cpu", workers=1)
@@ -290,6 +325,7 @@ class Figures(unittest.TestCase):
                       r.stderr)
 
 
+@unittest.skipIf(numpy is None, "numpy is not installed")
 class Interrupt(unittest.TestCase):
     def test_ctrl_c_in_the_training_loop_stops_the_process(self):
         code = textwrap.dedent("""

@@ -7,8 +7,11 @@ bf16/fp16/fp32 and NCHW/NHWC, checked against the CPU path (device="cpu"):
 import math
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import textwrap
 import unittest
 
 try:
@@ -106,6 +109,14 @@ class Values(unittest.TestCase):
                     self.assertTrue(torch.equal(yg, yc))
                     self.assertGreater(psnr(xg, xc), 30)
 
+    def test_the_split_measures_its_share_when_none_is_given(self):
+        for kw in (dict(workers=2), dict(workers=None)):
+            with self.subTest(**kw):
+                l = loader(decode="both", dtype=torch.float32, **kw)
+                got = batches(l)
+                self.assertEqual(len(got), len(l))
+                self.assertEqual(got[0][0].device.type, "cuda")
+
     def test_gpu_decode_is_the_same_for_any_worker_count(self):
         one = batches(loader(decode="gpu", workers=1))
         three = batches(loader(decode="gpu", workers=3))
@@ -164,8 +175,36 @@ class Figures(unittest.TestCase):
         s = l.stats()
         self.assertEqual(s["images"], len(l) * 16)
         self.assertGreater(s["gpu_decoded"], 0)
+        self.assertGreater(s["gpu_batches_timed"], 0)
         self.assertGreater(s["gpu_decode_ms_per_batch"], 0)
         self.assertTrue(0 <= s["data_wait_share"] <= 1)
+
+
+class Interrupt(unittest.TestCase):
+    def test_ctrl_c_with_gpu_batches_stops_the_process(self):
+        code = textwrap.dedent("""
+            import sys, torch, gpubase
+            loader = gpubase.Loader(sys.argv[1], batch_size=16, size=64, workers=3, device=0,
+                                    decode="both", gpu_share=0.5)
+            started = False
+            while True:
+                for x, y in loader:
+                    x.float().sum()
+                    if not started:
+                        print("started", flush=True)
+                        started = True
+        """)
+        p = subprocess.Popen([sys.executable, "-c", code, DATA], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), "started")
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            self.fail("the process did not end within 30 s of Ctrl-C")
+        self.assertIn("KeyboardInterrupt", err)
 
 
 if __name__ == "__main__":
