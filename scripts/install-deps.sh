@@ -14,6 +14,8 @@ PACKAGES+=(slurm-wlm munge openmpi-bin)
 # The HTML report tests render pages in headless Chromium (skipped without it).
 # The run history is an SQLite database.
 PACKAGES+=(chromium libsqlite3-dev)
+# scripts/fuzz.sh (libFuzzer) and scripts/sanitize.sh (ASan, UBSan, TSan) build with clang-16.
+PACKAGES+=(clang-16 libfuzzer-16-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,21 +4,42 @@
 #include "bench/suite.hpp"
 
 #include <algorithm>
+#include <mutex>
+
+#include "bench/sink_snapshot.hpp"
 
 #include "core/device_index.hpp"
 #include "core/error.hpp"
 
 namespace gb::bench {
 
+namespace {
+// One lock for every sink: taken by the suite's thread as it adds, and by snapshot().
+std::mutex& sink_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+}  // namespace
+
 void ResultSink::declare_sections(std::span<const SectionRule> rules) {
+  std::lock_guard lock(sink_mutex());
   rules_.insert(rules_.end(), rules.begin(), rules.end());
 }
 
 void ResultSink::add(Result r) {
+  std::lock_guard lock(sink_mutex());
   place_in_section(r, rules_, sections_);
   results_.push_back(std::move(r));
 }
-void ResultSink::add_fact(Fact f) { facts_.push_back(std::move(f)); }
+void ResultSink::add_fact(Fact f) {
+  std::lock_guard lock(sink_mutex());
+  facts_.push_back(std::move(f));
+}
+
+SinkSnapshot snapshot(ResultSink& sink) {
+  std::lock_guard lock(sink_mutex());
+  return {sink.facts(), sink.sections(), sink.results()};
+}
 
 void ResultSink::end(bool interrupted) {
   std::vector<EndFn> summaries = std::move(at_end_);

@@ -17,6 +17,7 @@
 #include "cli/help.hpp"
 #include "cli/history_cmd.hpp"
 #include "cli/loader_cmd.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/output.hpp"
 #include "cli/suite_run.hpp"
 #include "cli/signals.hpp"
@@ -103,6 +104,7 @@ int dispatch(int argc, char** argv) {
   report->add_option("file", report_file, "run file (JSON written by --json or --save)")
       ->required();
   add_output_options(*report, report_out);
+  refuse_negative_unsigned(app);
 
   // A first word that names no command gets a message that says so (CLI11 would only say a
   // subcommand is required).
@@ -154,6 +156,7 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const RunningCommand running;
   try {
     return dispatch(argc, argv);
   } catch (const Error& e) {

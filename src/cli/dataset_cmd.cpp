@@ -4,6 +4,7 @@
 // Outputs are never overwritten without --force, and an interrupted pack or export leaves no
 // half-written output behind (pack_dataset writes "<file>.tmp" and removes it on an exception).
 #include "cli/dataset_cmd.hpp"
+#include "cli/option_checks.hpp"
 
 #include <fmt/format.h>
 
@@ -635,10 +636,10 @@ std::shared_ptr<DatasetCli> add_dataset_command(CLI::App& app, CLI::App*& cmd) {
   synth->add_option("--out", cli->synth_out, "output directory (created; must be empty)")
       ->required();
   synth->add_option("--images", cli->images, "number of images")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_count())
       ->capture_default_str();
   synth->add_option("--classes", cli->classes, "number of classes (label = index % classes)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_count())
       ->capture_default_str();
   synth->add_option("--seed", cli->seed, "seed: the same seed gives the same bytes")
       ->capture_default_str();
@@ -649,7 +650,7 @@ std::shared_ptr<DatasetCli> add_dataset_command(CLI::App& app, CLI::App*& cmd) {
       ->check(CLI::IsMember({"folder", "shards", "both"}))
       ->capture_default_str();
   synth->add_option("--images-per-shard", cli->images_per_shard, "images per tar shard")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_count())
       ->capture_default_str();
   synth->add_option("--threads", cli->threads, "worker threads (0: every hardware thread)")
       ->capture_default_str();
@@ -698,7 +699,7 @@ std::shared_ptr<DatasetCli> add_dataset_command(CLI::App& app, CLI::App*& cmd) {
                      "write DIR/shard-NNNNNN.tar (DIR created; must be empty)");
   target->require_option(1);
   exp->add_option("--images-per-shard", cli->images_per_shard, "samples per tar shard")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_count())
       ->capture_default_str();
   exp->add_option("--split", cli->split, "IDX only: train or t10k")->capture_default_str();
   exp->add_flag("--strict", cli->strict, "fail on the first bad file instead of skipping it");

@@ -118,6 +118,7 @@ std::shared_ptr<LoaderCli> add_loader_command(CLI::App& app, CLI::App*& cmd) {
   cmd->add_option("--nvjpeg-backend", cli->bench.nvjpeg_backend,
                   "GPU path: auto (hardware JPEG engines, else GPU hybrid), hardware, gpu_hybrid, "
                   "default")
+      ->check(CLI::IsMember({"auto", "hardware", "gpu_hybrid", "default"}))
       ->capture_default_str();
   cmd->add_option("--gpu-share", cli->bench.gpu_share,
                   "with --decode both, the CPU/GPU split: share of the samples nvJPEG decodes, "

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "bench/amp.hpp"
 #include "bench/loader.hpp"
@@ -20,6 +21,7 @@
 #include "bench/train.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
+#include "data/mapped_file.hpp"
 #include "sys/identity.hpp"
 #include "store/history.hpp"
 #include "watch/series_chart.hpp"
@@ -169,11 +171,17 @@ std::filesystem::path save_run(const Run& run) {
 }
 
 Run load_run(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(ErrorKind::usage, "cannot open run file " + path.string());
+  // Read as any user's file is (data/mapped_file): a FIFO or a device is refused at once, not
+  // waited on forever.
+  std::vector<std::uint8_t> bytes;
+  try {
+    data::read_whole_file(path, bytes);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::usage, std::string("cannot read run file: ") + e.what());
+  }
   Json j;
   try {
-    in >> j;
+    j = Json::parse(bytes.begin(), bytes.end());
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::usage, path.string() + " is not valid JSON: " + e.what());
   }

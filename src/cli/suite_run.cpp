@@ -5,12 +5,42 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "bench/sink_snapshot.hpp"
+#include "cli/signals.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "diagnose/diagnose.hpp"
 #include "sys/identity.hpp"
 
 namespace gb::cli {
+
+namespace {
+
+// Verdicts, a watched job's findings and the checklist.
+void judge(Run& run) {
+  diagnose::apply_verdicts(run);
+  run.findings = diagnose::diagnose_watch(run);
+  run.checklist = diagnose::build_checklist(run);
+}
+
+// The run as the watchdog reports it when the suite does not stop: what the sink holds now,
+// judged, with a run.interrupted fact saying so.
+Run stopped_run(const Run& started, std::chrono::steady_clock::time_point t0,
+                bench::ResultSink& sink) {
+  Run run = started;
+  bench::SinkSnapshot s = bench::snapshot(sink);
+  run.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  run.environment = std::move(s.facts);
+  run.sections = std::move(s.sections);
+  run.results = std::move(s.results);
+  run.environment.push_back({"run.interrupted", "run",
+                             "interrupted by the user; the suite did not stop, so this report "
+                             "holds what it had measured when gpubase exited"});
+  judge(run);
+  return run;
+}
+
+}  // namespace
 
 void add_output_options(CLI::App& cmd, OutputOptions& out, bool* save) {
   if (save) cmd.add_flag("--save", *save, "also save the run under the data folder");
@@ -39,11 +69,16 @@ Run& SuiteRun::run_suite(bench::ResultSink& sink, const OutputOptions& out,
                         const std::function<SuiteEnd()>& suite) {
   check_output_writable(out);
   SuiteEnd end;
-  try {
-    end = suite();
-  } catch (const Cancelled&) {
-    end = SuiteEnd{.interrupted = true};
-    progress_line(out, "interrupted: reporting what was measured so far");
+  {
+    // A suite stuck after Ctrl-C (a wait that never returns) is ended by the watchdog with
+    // this report of what it measured until then (cli/signals).
+    const StopReport stop_report([&] { emit_run(stopped_run(run_, t0_, sink), out); });
+    try {
+      end = suite();
+    } catch (const Cancelled&) {
+      end = SuiteEnd{.interrupted = true};
+      progress_line(out, "interrupted: reporting what was measured so far");
+    }
   }
   return complete(sink, end);
 }
@@ -65,9 +100,7 @@ Run& SuiteRun::complete(bench::ResultSink& sink, const SuiteEnd& end) {
   }
   if (end.interrupted)
     run_.environment.push_back({"run.interrupted", "run", "interrupted by the user (Ctrl-C)"});
-  diagnose::apply_verdicts(run_);
-  run_.findings = diagnose::diagnose_watch(run_);
-  run_.checklist = diagnose::build_checklist(run_);
+  judge(run_);
   return run_;
 }
 

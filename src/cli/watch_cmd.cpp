@@ -66,6 +66,8 @@ int run_watch_command(const WatchCli& cli) {
   if (cli.duration_s != 0) options.duration_s = cli.duration_s;
   options.perf_counters = !cli.no_perf;
   options.cuda_activity = !cli.no_cuda_activity;
+  // A JSON or Markdown report on stdout stays one document: the job prints to stderr.
+  options.job_stdout_to_stderr = (cli.out.json || cli.out.markdown) && cli.out.output_file.empty();
   watch::validate(options);
   check_output_writable(cli.out);
   const ViewMode mode = cli.out.quiet ? ViewMode::none : parse_view_mode(cli.view);
@@ -122,6 +124,8 @@ int run_watch_command(const WatchCli& cli) {
   // The job's exit code is gpubase's (like `time CMD`); a job gpubase stopped for --duration
   // counts as success, an attached process stopped with Ctrl-C too.
   end.exit_code = outcome.exit && !outcome.stopped_by_duration ? outcome.exit->shell_code() : 0;
+  // A second Ctrl-C ends gpubase at once, as every command: 130, the report made all the same.
+  if (outcome.stopped_at_once) end.exit_code = static_cast<int>(ExitCode::interrupted);
   suite.complete(sink, end);
   suite.run().duration_s = outcome.duration_s;  // the monitored span, not gpubase's own
   const int code = suite.finish(cli.out, !cli.no_save);

@@ -1,6 +1,7 @@
 // data/gzip.cpp: zlib inflate in gzip mode, sized from the stream's ISIZE trailer.
 #include "data/gzip.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/error.hpp"
@@ -25,12 +26,16 @@ std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed, const
                                  std::uint64_t max_bytes, GunzipLimit at_limit) {
   std::vector<std::uint8_t> out;
   // ISIZE (the last 4 bytes, little-endian) is the uncompressed size mod 2^32: a good first
-  // guess that saves regrowing a 47 MB buffer, never more than the limit.
+  // guess that saves regrowing a 47 MB buffer, never more than the limit, nor more than the
+  // stream can hold (deflate expands at most 1032:1): a 100-byte file claiming 4 GiB in its
+  // trailer reserves no more than 100 KiB.
+  constexpr std::uint64_t kMaxDeflateRatio = 1032;
   if (compressed.size() >= 18) {
     const std::uint8_t* t = compressed.data() + compressed.size() - 4;
     const std::uint64_t isize = std::uint32_t{t[0]} | std::uint32_t{t[1]} << 8 |
                                 std::uint32_t{t[2]} << 16 | std::uint32_t{t[3]} << 24;
-    out.reserve(static_cast<std::size_t>(std::min(isize, max_bytes)));
+    out.reserve(static_cast<std::size_t>(
+        std::min({isize, max_bytes, std::uint64_t{compressed.size()} * kMaxDeflateRatio})));
   }
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {

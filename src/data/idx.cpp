@@ -87,12 +87,16 @@ IdxHeader parse_idx_header(std::span<const std::uint8_t> bytes, const std::strin
   IdxHeader h;
   h.bytes = header;
   h.elements = 1;
+  // The product of the non-zero dimensions too: a zero count must not let a sample shape that
+  // wraps past 2^64 through (it becomes the dataset's raw shape).
+  std::uint64_t nonzero = 1;
   for (std::size_t d = 0; d < ndims; ++d) {
     h.dims.push_back(load_be32(bytes.data() + 4 + 4 * d));
     const std::uint64_t dim = h.dims.back();
-    if (dim != 0 && h.elements > std::numeric_limits<std::uint64_t>::max() / dim)
+    if (dim != 0 && nonzero > std::numeric_limits<std::uint64_t>::max() / dim)
       fail(name, "the header's dimensions " + dims_text(h.dims) +
                      " describe more than 2^64 bytes");
+    if (dim != 0) nonzero *= dim;
     h.elements *= dim;
   }
   return h;
@@ -138,6 +142,9 @@ IdxDataset::Contents IdxDataset::load(const std::filesystem::path& path) {
     const std::vector<std::uint8_t> head = gunzip(c.mapped.bytes(), path.string(), 4 + 4 * 255,
                                                   GunzipLimit::stop);
     const IdxHeader h = parse_idx_header(head, path.string());
+    if (h.elements > std::numeric_limits<std::uint64_t>::max() - h.bytes)
+      fail(path.string(), "the header's dimensions " + dims_text(h.dims) +
+                              " describe more than 2^64 bytes");
     c.inflated = gunzip(c.mapped.bytes(), path.string(), h.bytes + h.elements, GunzipLimit::fail);
     c.mapped = MappedFile();
   }

@@ -11,6 +11,10 @@
 namespace gb::data {
 namespace {
 
+// decode_jpeg_rgb's limit: a 100-byte file may claim 65535 x 65535 pixels, 12.9 GB of RGB; the
+// size is checked before anything is allocated (64 MP: 192 MB).
+constexpr std::size_t kMaxFullDecodePixels = std::size_t{64} << 20;
+
 int tj_subsampling(ChromaSubsampling s) {
   switch (s) {
     case ChromaSubsampling::s444:
@@ -109,6 +113,8 @@ std::optional<std::vector<std::uint8_t>> decode_jpeg_rgb(std::span<const std::ui
   if (tjDecompressHeader3(d.get(), jpeg.data(), jpeg.size(), &w, &h, &subsamp, &colorspace) != 0) {
     return std::nullopt;
   }
+  if (w <= 0 || h <= 0 || std::size_t(w) * std::size_t(h) > kMaxFullDecodePixels)
+    return std::nullopt;
   std::vector<std::uint8_t> rgb(std::size_t(w) * h * 3);
   // Warnings (e.g. a premature end of data, which libjpeg pads with grey) count as failures.
   if (tjDecompress2(d.get(), jpeg.data(), jpeg.size(), rgb.data(), w, w * 3, h, TJPF_RGB,

@@ -278,6 +278,15 @@ std::unique_ptr<PackedDataset> PackedDataset::open(const fs::path& path,
   }
   ds->format_ = static_cast<SampleFormat>(format);
   ds->shape_ = {load32(h + kRawHeight), load32(h + kRawWidth), load32(h + kRawChannels)};
+  // Three 32-bit sides multiplied in 64 bits can wrap (2^22 x 2^22 x 2^20 is 0): a wrapped
+  // shape would match empty samples and then describe petabytes to whoever allocates for it.
+  const std::uint64_t plane = std::uint64_t{ds->shape_.height} * ds->shape_.width;
+  if (ds->format_ == SampleFormat::raw_u8 && ds->shape_.channels != 0 &&
+      plane > ~std::uint64_t{0} / ds->shape_.channels) {
+    bad_pack(path, "raw shape " + std::to_string(ds->shape_.height) + "x" +
+                       std::to_string(ds->shape_.width) + "x" +
+                       std::to_string(ds->shape_.channels) + " describes more than 2^64 bytes");
+  }
 
   ds->payload_ = bytes.subspan(payload_offset, payload_bytes);
   ds->entries_.resize(n);

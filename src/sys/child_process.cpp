@@ -64,7 +64,7 @@ pid_t waitpid_retrying(pid_t pid, int* wait_status, int options) noexcept {
 
 // The child's side of spawn(): only async-signal-safe calls from here to exec.
 [[noreturn]] void run_child(char* const* argv, int go_read, int go_write, int error_read,
-                            int error_write) noexcept {
+                            int error_write, bool stdout_to_stderr) noexcept {
   ::close(go_write);
   ::close(error_read);
 
@@ -90,6 +90,7 @@ pid_t waitpid_retrying(pid_t pid, int* wait_status, int options) noexcept {
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
 
+  if (stdout_to_stderr) ::dup2(STDERR_FILENO, STDOUT_FILENO);
   ::execvp(argv[0], argv);
   const int err = errno;
   ssize_t written;
@@ -156,7 +157,8 @@ ExitStatus exit_status_from_wait_status(int wait_status) {
 // ---- ChildProcess -------------------------------------------------------------------------
 
 ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
-                                 const std::function<void(int pid)>& before_exec) {
+                                 const std::function<void(int pid)>& before_exec,
+                                 bool stdout_to_stderr) {
   if (argv.empty() || argv[0].empty()) throw Error(ErrorKind::usage, "no command to run");
   const std::string& command = argv[0];
 
@@ -176,7 +178,8 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
   ::pthread_sigmask(SIG_SETMASK, &all, &previous);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    run_child(c_argv.data(), go.read_end, go.write_end, exec_error.read_end, exec_error.write_end);
+    run_child(c_argv.data(), go.read_end, go.write_end, exec_error.read_end, exec_error.write_end,
+              stdout_to_stderr);
   }
   const int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);

@@ -62,9 +62,12 @@ class ChildProcess {
   // denied"), gb::Error(runtime) when fork or pipe fail.
   // In the child: default dispositions for every signal (signals gpubase ignores, SIGPIPE for
   // one, are not ignored by the command; this also undoes a `nohup` in front of gpubase) and an
-  // empty signal mask. stdin/stdout/stderr and the environment are inherited.
+  // empty signal mask. stdin/stdout/stderr and the environment are inherited; with
+  // stdout_to_stderr the command's standard output goes to gpubase's standard error instead
+  // (`watch --json`: the job's prints must not land inside the JSON document on stdout).
   static ChildProcess spawn(const std::vector<std::string>& argv,
-                            const std::function<void(int pid)>& before_exec = {});
+                            const std::function<void(int pid)>& before_exec = {},
+                            bool stdout_to_stderr = false);
 
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;

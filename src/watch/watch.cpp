@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "core/cancel.hpp"
+#include "core/stop_now.hpp"
 #include "core/device_index.hpp"
 #include "core/error.hpp"
 #include "sys/cpu_info.hpp"
@@ -257,14 +258,17 @@ Job start_job(const WatchOptions& o,
   job.perf_reason = o.perf_counters ? "" : "perf counters turned off (--no-perf)";
   if (!o.command.empty()) {
     const ScopedEnv job_env(env);
-    job.child = sys::ChildProcess::spawn(o.command, [&](int pid) {
-      if (!o.perf_counters) return;
-      try {
-        job.perf = sys::PerfCounters::open_for_exec(pid);
-      } catch (const Error& e) {
-        job.perf_reason = e.what();
-      }
-    });
+    job.child = sys::ChildProcess::spawn(
+        o.command,
+        [&](int pid) {
+          if (!o.perf_counters) return;
+          try {
+            job.perf = sys::PerfCounters::open_for_exec(pid);
+          } catch (const Error& e) {
+            job.perf_reason = e.what();
+          }
+        },
+        o.job_stdout_to_stderr);
     job.root_pid = job.child->pid();
     return job;
   }
@@ -313,6 +317,17 @@ void monitor(const WatchOptions& o, const WatchHooks& hooks, Job& job, Sampler& 
         if (job.attached) break;
         begin_stop("interrupted");
       }
+      if (stop_now_requested() && job.child) break;
+    }
+    if (stop_now_requested() && job.child && !job.ended()) {
+      // A second Ctrl-C: no more grace. The job's tree is killed and reaped, the run reported.
+      progress("interrupted again: killing the job's " + std::to_string(sampler.job_tree().size()) +
+               " processes now");
+      for (const int pid : sampler.job_tree())
+        if (pid != job.child->pid()) ::kill(pid, SIGKILL);
+      job.child->send_signal(SIGKILL);
+      job.child->wait();
+      out.interrupted = out.stopped_at_once = true;
     }
     ended = job.ended();
     const double t = now_s();
@@ -361,6 +376,8 @@ void describe_end(const WatchOptions& o, Job& job, WatchOutcome& out) {
   if (out.stopped_by_duration)
     out.end_reason = "stopped after --duration " + seconds_text(*o.duration_s) + "; " +
                      out.end_reason;
+  else if (out.stopped_at_once)
+    out.end_reason = "interrupted twice (Ctrl-C), ended at once; " + out.end_reason;
   else if (out.interrupted)
     out.end_reason = "interrupted (Ctrl-C); " + out.end_reason;
 }

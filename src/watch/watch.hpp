@@ -34,6 +34,8 @@ struct WatchOptions {
   bool perf_counters = true;
   bool cuda_activity = true;  // load the CUDA-activity injection library into the job
   std::string proc_root = "/proc";
+  // The started command's stdout goes to stderr (the report is a document on stdout).
+  bool job_stdout_to_stderr = false;
 };
 
 struct WatchHooks {
@@ -49,6 +51,7 @@ struct WatchOutcome {
   std::string end_reason;               // "the job exited with code 0", ...
   bool interrupted = false;             // the user stopped monitoring (Ctrl-C)
   bool stopped_by_duration = false;
+  bool stopped_at_once = false;  // a second Ctrl-C: the job killed without its grace
   bool gpu_available = false;
   std::string gpu_unavailable;  // why not, when !gpu_available
   double duration_s = 0;

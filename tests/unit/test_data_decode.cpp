@@ -280,5 +280,20 @@ TEST(DecodeBadData, DamagedBytesNeverCrash) {
   EXPECT_GT(failures, 0);  // most damage is caught; none of it crashes
 }
 
+TEST(DecodeBadData, AFullDecodeOfAHugeClaimedFrameIsRefusedBeforeAllocating) {
+  std::vector<std::uint8_t> jpeg = synth_test_jpeg(64, 48, 13);
+  // The frame header (SOF0: FF C0, length, precision, height, width) claims 65500 x 65500
+  // (libjpeg's largest): 12.9 GB of RGB from a file of a few kilobytes.
+  const std::uint8_t marker[] = {0xFF, 0xC0};
+  const auto sof = std::search(jpeg.begin(), jpeg.end(), std::begin(marker), std::end(marker));
+  ASSERT_NE(sof, jpeg.end());
+  for (int k : {5, 7}) sof[k] = 0xFF;
+  for (int k : {6, 8}) sof[k] = 0xDC;
+  const auto info = read_jpeg_header(jpeg);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->width, 65500);
+  EXPECT_FALSE(decode_jpeg_rgb(jpeg, nullptr).has_value());
+}
+
 }  // namespace
 }  // namespace gb::data

@@ -235,5 +235,13 @@ TEST(IdxDataset, AGzipFileIsInflatedNoFurtherThanItsHeaderSays) {
       << msg;
 }
 
+TEST(IdxParse, RejectsASampleShapeThatWrapsEvenWithZeroSamples) {
+  // 0 x 2^22 x 2^22 x 2^20: no data, but a per-sample shape of 2^64 bytes (0 when wrapped).
+  const std::vector<std::uint8_t> b = {0, 0, 0x08, 4, 0, 0, 0,    0,    0, 0x40, 0, 0,
+                                       0, 0x40, 0, 0, 0, 0x10, 0, 0};
+  const std::string msg = error_of([&] { parse_idx(b, "wrap"); });
+  EXPECT_NE(msg.find("more than 2^64 bytes"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace gb::data

@@ -277,4 +277,25 @@ TEST(Pack, EveryReaderThroughOpenDatasetChecksTheSampleItReads) {
   EXPECT_NE(msg.find("p.gbpack#1: checksum mismatch"), std::string::npos) << msg;
 }
 
+TEST(Pack, OpenRefusesARawShapeWhoseSizeWrapsPast2To64) {
+  test::TempDir dir;
+  std::vector<std::uint8_t> images = {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4};
+  test::write_bytes(dir / "i", images);
+  test::write_bytes(dir / "l", {0, 0, 8, 1, 0, 0, 0, 1, 0});
+  pack_dataset(*IdxDataset::open(dir / "i", dir / "l"), dir / "p.gbpack");
+  std::vector<std::uint8_t> b;
+  read_whole_file(dir / "p.gbpack", b);
+  // height 2^22, width 2^22, channels 2^20: 2^64 bytes, 0 in 64-bit arithmetic.
+  const auto put32 = [&](std::size_t at, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) b[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+  };
+  put32(32, 1u << 22);
+  put32(36, 1u << 22);
+  put32(40, 1u << 20);
+  put32(108, crc32c({b.data(), 108}));
+  test::write_bytes(dir / "wrapped.gbpack", b);
+  const std::string msg = error_of([&] { PackedDataset::open(dir / "wrapped.gbpack"); });
+  EXPECT_NE(msg.find("describes more than 2^64 bytes"), std::string::npos) << msg;
+}
+
 }  // namespace gb::data
