@@ -17,6 +17,7 @@
 #include "cli/help.hpp"
 #include "cli/loader_cmd.hpp"
 #include "cli/output.hpp"
+#include "cli/probe_devices.hpp"
 #include "cli/suite_run.hpp"
 #include "cli/signals.hpp"
 #include "cli/train_cmd.hpp"
@@ -33,6 +34,8 @@ struct ProbeCli {
   bench::ProbeOptions probe;
   OutputOptions out;
   bool save = false;
+  std::string devices;      // --devices all|0,2,5 (probe): one run per GPU
+  bool concurrent = false;  // --concurrent: also all of them at once
 };
 
 // baseline's training figure: ResNet-50 BF16 at batch 256, a few seconds once the model is
@@ -84,6 +87,13 @@ int dispatch(int argc, char** argv) {
   auto* probe = app.add_subcommand("probe", "device facts, GEMM, HBM, PCIe, latency, host memory");
   probe->add_flag("--quick", probe_opts.probe.quick, "fewer sizes and repetitions (about 15 s)");
   add_device_option(*probe, probe_opts.probe.device);
+  probe->add_option("--devices", probe_opts.devices,
+                    "all, or device indices separated by commas: one run per GPU (with several, "
+                    "-o needs %g, e.g. runs/%N-gpu%g.json)")
+      ->excludes("--device");
+  probe->add_flag("--concurrent", probe_opts.concurrent,
+                  "with --devices: after each GPU alone, run them all at once and compare "
+                  "(probe.concurrent.*: which GPUs slow down together)");
   probe->add_option("--only", only, "comma-separated sections: env,gemm,memory,pcie,latency,host");
   probe->add_flag("--save", probe_opts.save, "also save the run under the data folder");
   add_output_options(*probe, probe_opts.out);
@@ -151,10 +161,18 @@ int dispatch(int argc, char** argv) {
   install_signal_handlers();
   if (*probe) {
     probe_opts.probe.sections = split_list(only);
+    if (probe_opts.concurrent && probe_opts.devices.empty())
+      throw Error(ErrorKind::usage, "--concurrent runs the GPUs of --devices at once: give "
+                                    "--devices all (or a list)");
+    if (!probe_opts.devices.empty())
+      return run_probe_devices("probe", probe_opts.probe, probe_opts.out, probe_opts.save,
+                               probe_opts.devices, probe_opts.concurrent);
+    probe_opts.out.gpu = probe_opts.probe.device;
     return run_probe_command("probe", probe_opts);
   }
   if (*baseline) {
     baseline_opts.save = !no_save;
+    baseline_opts.out.gpu = baseline_opts.probe.device;
     progress_line(baseline_opts.out,
                   "baseline: probe, then a short training run (ResNet-50 BF16; `gpubase train` "
                   "for every model and precision); watch, loader and amp fill their checklist "

@@ -40,7 +40,7 @@ int terminal_width() {
 
 std::string output_path(const OutputOptions& options) {
   if (options.output_file.empty()) return {};
-  return sys::expand_output_pattern(options.output_file, sys::current_identity());
+  return sys::expand_output_pattern(options.output_file, sys::current_identity(), options.gpu);
 }
 
 void emit_run(const Run& run, const OutputOptions& options) {
