@@ -6,6 +6,9 @@
 
 #include <charconv>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace gb::fleet {
 
@@ -41,6 +44,46 @@ std::uint32_t KeyTable::intern(std::string_view key) {
 
 namespace {
 
+// The first byte at or after p that can change the structure: a quote or a bracket. 16 bytes at
+// a time with SSE2 (a run file is mostly numbers, names and indentation between them).
+const char* next_structural(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), lsq = _mm_set1_epi8('['), rsq = _mm_set1_epi8(']'),
+                lcb = _mm_set1_epi8('{'), rcb = _mm_set1_epi8('}');
+  for (; end - p >= 16; p += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hit = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, lsq)),
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, rsq), _mm_cmpeq_epi8(v, lcb)),
+                     _mm_cmpeq_epi8(v, rcb)));
+    const int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
+  }
+#endif
+  for (; p < end; ++p)
+    if (*p == '"' || *p == '[' || *p == ']' || *p == '{' || *p == '}') return p;
+  return end;
+}
+
+// The first byte at or after p that is not JSON whitespace.
+const char* skip_whitespace(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n');
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const int blank =
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)));
+    if (blank != 0xFFFF) {
+      p += __builtin_ctz(static_cast<unsigned>(~blank));
+      break;  // a tab or CR falls to the loop below
+    }
+    p += 16;
+  }
+#endif
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+  return p;
+}
+
 class Cursor {
  public:
   explicit Cursor(std::string_view text) : p_(text.data()), begin_(text.data()), end_(text.data() + text.size()) {}
@@ -49,9 +92,7 @@ class Cursor {
     throw ScanError(what + " at byte " + std::to_string(p_ - begin_));
   }
 
-  void ws() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
-  }
+  void ws() { p_ = skip_whitespace(p_, end_); }
   char peek() {
     ws();
     if (p_ >= end_) fail("unexpected end of the document");
@@ -206,7 +247,7 @@ class Cursor {
       return;
     }
     int depth = 0;
-    while (p_ < end_) {
+    while ((p_ = next_structural(p_, end_)) < end_) {
       const char d = *p_;
       if (d == '"') {
         skip_string();
@@ -215,8 +256,8 @@ class Cursor {
       ++p_;
       if (d == '{' || d == '[') {
         ++depth;
-      } else if (d == '}' || d == ']') {
-        if (--depth == 0) return;
+      } else if (--depth == 0) {
+        return;
       }
     }
     fail("unterminated array or object");
