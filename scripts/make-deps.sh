@@ -10,7 +10,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DEST=${1:-$ROOT/.deps}
 PACKAGES=(libcli11-dev nlohmann-json3-dev libfmt-dev libfmt9 libgtest-dev
           libturbojpeg0-dev libturbojpeg0 libjpeg62-turbo-dev libjpeg62-turbo
-          libsqlite3-dev libsqlite3-0 zlib1g-dev dataset-fashion-mnist)
+          libsqlite3-dev libsqlite3-0 zlib1g-dev zlib1g dataset-fashion-mnist
+          pybind11-dev)  # header-only; the Python headers come from the host's python3-dev
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 (cd "$WORK" && apt-get download "${PACKAGES[@]}")

@@ -430,6 +430,7 @@ void run_cpu_sweep(const data::Dataset& dataset, const LoaderBenchOptions& optio
   for (const LoaderPoint& p : outcome.points) images += p.images;
   sink.add_fact({"loader.images_timed", "images timed (all points)", std::to_string(images)});
   for (Result& r : loader_results(outcome.points)) sink.add(std::move(r));
+  if (!options.data_wait) return;
 
   // The data-wait share: the best worker count feeding a GPU step of known length.
 #ifdef GPUBASE_WITH_CUDA

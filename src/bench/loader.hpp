@@ -79,6 +79,9 @@ struct LoaderBenchOptions {
   // the measured rates of the two paths.
   double gpu_share = 0;
   int device = 0;  // the CUDA device of the GPU parts (bench/suite.hpp open_device)
+  // After the CPU sweep, the data-wait share of a stand-in GPU step (and its prefetch sweep);
+  // off where a real training run measures it (`gpubase baseline`).
+  bool data_wait = true;
 };
 
 // 1, 2, 4, 8, ... below `cores`, then `cores` itself.

@@ -47,6 +47,9 @@ struct TrainBenchOptions {
   int batch = 256;
   int steps = 50;   // timed
   int warmup = 20;  // untimed, first
+  // > 0: the timed steps also end once this many seconds (host clock) have passed, so a run
+  // fed by a slow loader takes as long as a fast one (`gpubase baseline`'s minute of training).
+  double max_timed_s = 0;
   // The step captured once in the warm-up and replayed: no per-call host cost (cuDNN's legacy
   // API spends 0.1-1.5 ms of host time per convolution call, more than some kernels take).
   bool cuda_graph = true;

@@ -1,7 +1,7 @@
-// cli/app.cpp: subcommands probe, baseline and report here; watch, dataset, loader and train in
-// their own files (cli/watch_cmd.cpp, cli/dataset_cmd.cpp, cli/loader_cmd.cpp,
-// cli/train_cmd.cpp). Each command builds a Run through the suites, lets diagnose set verdicts
-// and checklist rows, then hands it to the printers.
+// cli/app.cpp: subcommands probe and report here; baseline, watch, dataset, loader and train in
+// their own files (cli/baseline_cmd.cpp, cli/watch_cmd.cpp, cli/dataset_cmd.cpp,
+// cli/loader_cmd.cpp, cli/train_cmd.cpp). Each command builds a Run through the suites, lets
+// diagnose set verdicts and checklist rows, then hands it to the printers.
 // Library code throws gb::Error; this file alone turns errors into exit codes.
 #include "cli/app.hpp"
 
@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "bench/probe.hpp"
-#include "bench/train.hpp"
+#include "cli/baseline_cmd.hpp"
 #include "cli/dataset_cmd.hpp"
 #include "cli/fleet_cmd.hpp"
 #include "cli/help.hpp"
@@ -38,31 +38,12 @@ struct ProbeCli {
   bool concurrent = false;  // --concurrent: also all of them at once
 };
 
-// baseline's training figure: ResNet-50 BF16 at batch 256, a few seconds once the model is
-// built (`gpubase train` measures every model and precision). Without a GPU or the engine it
-// is a skipped result with the reason, like the probe's sections.
-bench::TrainBenchOptions baseline_train_options(const ProbeCli& opts) {
-  bench::TrainBenchOptions t;
-  t.models = {"resnet50"};
-  t.precisions = {"bf16"};
-  t.batch = 256;
-  t.warmup = opts.probe.quick ? 5 : 10;
-  t.steps = opts.probe.quick ? 10 : 30;
-  t.device = opts.probe.device;
-  t.report_environment = false;  // the probe reported them
-  return t;
-}
-
-// Runs the probe (and baseline's training figure) and prints the run.
-int run_probe_command(const std::string& command, const ProbeCli& opts, bool with_train = false) {
+// Runs the probe and prints the run.
+int run_probe_command(const std::string& command, const ProbeCli& opts) {
   SuiteRun suite(command);
   bench::ResultSink sink([&](const std::string& line) { progress_line(opts.out, line); });
   suite.run_suite(sink, opts.out, [&] {
     const bench::ProbeOutcome outcome = bench::run_probe(opts.probe, sink);
-    if (with_train) {
-      sink.progress("baseline: training throughput, ResNet-50 BF16 batch 256");
-      bench::run_train_bench(baseline_train_options(opts), sink);
-    }
     return SuiteEnd{outcome.gpu_found, outcome.no_gpu_reason};
   });
   return suite.finish(opts.out, opts.save);
@@ -99,16 +80,8 @@ int dispatch(int argc, char** argv) {
   add_output_options(*probe, probe_opts.out);
   probe->footer(probe_help());
 
-  ProbeCli baseline_opts;
-  baseline_opts.save = true;
-  bool no_save = false;
-  auto* baseline = app.add_subcommand(
-      "baseline", "run every suite with built-in defaults, print the checklist, save the run");
-  baseline->add_flag("--quick", baseline_opts.probe.quick, "quick probe (about 15 s)");
-  add_device_option(*baseline, baseline_opts.probe.device);
-  baseline->add_flag("--no-save", no_save, "do not save the run");
-  add_output_options(*baseline, baseline_opts.out);
-  baseline->footer(baseline_help());
+  CLI::App* baseline = nullptr;
+  const auto baseline_opts = add_baseline_command(app, baseline);
 
   CLI::App* watch = nullptr;
   const auto watch_opts = add_watch_command(app, watch);
@@ -130,7 +103,8 @@ int dispatch(int argc, char** argv) {
 
   OutputOptions report_out;
   std::string report_file;
-  auto* report = app.add_subcommand("report", "render a saved run (terminal, Markdown or JSON)");
+  auto* report =
+      app.add_subcommand("report", "render a saved run (terminal, Markdown, JSON, CSV or HTML)");
   report->add_option("file", report_file, "run file (JSON written by --json or --save)")
       ->required();
   add_output_options(*report, report_out);
@@ -170,15 +144,7 @@ int dispatch(int argc, char** argv) {
     probe_opts.out.gpu = probe_opts.probe.device;
     return run_probe_command("probe", probe_opts);
   }
-  if (*baseline) {
-    baseline_opts.save = !no_save;
-    baseline_opts.out.gpu = baseline_opts.probe.device;
-    progress_line(baseline_opts.out,
-                  "baseline: probe, then a short training run (ResNet-50 BF16; `gpubase train` "
-                  "for every model and precision); watch, loader and amp fill their checklist "
-                  "rows once they run");
-    return run_probe_command("baseline", baseline_opts, /*with_train=*/true);
-  }
+  if (*baseline) return run_baseline_command(*baseline_opts);
   if (*watch) return run_watch_command(*watch_opts);
   if (*dataset) return run_dataset_command(*dataset_opts);
   if (*loader) return run_loader_command(*loader_opts);
@@ -186,7 +152,9 @@ int dispatch(int argc, char** argv) {
   if (*amp) return run_amp_command(*amp_opts);
   if (*fleet) return run_fleet_command(*fleet_opts);
   if (*report) {
+    check_output_writable(report_out);
     Run run = load_run(report_file);
+    report_out.run_file = report_file;
     emit_run(run, report_out);
     return 0;
   }

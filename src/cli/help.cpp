@@ -55,12 +55,28 @@ Verdicts: pass >= 90 % of the achievable reference, warn >= 75 %, fail below
 }
 
 std::string baseline_help() {
-  return R"(baseline runs the probe and a short training run (ResNet-50 BF16, batch 256: 10 warm-up
-+ 30 timed steps, 5 + 10 with --quick; `gpubase train` measures every model and precision),
-prints the checklist (card speed, GPU utilization > 95 %, CPU per core < 80 %, data loading
-< 10 % of step time, AMP accuracy loss < 1 %) with measured values, verdicts, evidence and
-advice, and saves the run as JSON under $GPUBASE_HOME (default ~/.local/share/gpubase/runs).
-Rows whose suite has not run say which command measures them.)";
+  return R"(Examples:
+  gpubase baseline                     every stage with its defaults (about 5 minutes on an H200)
+  gpubase baseline --quick             the same stages, shorter (about 90 s; wider noise band)
+  gpubase baseline --data /data/train  the loader sweep and the training run on your own set
+  gpubase baseline -- python train.py  the quick card check, then your job under watch
+
+Stages, in order, each announced on stderr with its expected time:
+  card      the probe (compute, HBM, PCIe, latency)
+  loader    the loader's worker sweep on the training set (a synthetic ImageNet-like set made
+            once under $GPUBASE_HOME without --data): the knee, and the CPU/GPU split's rate
+  train     ResNet-50 BF16 batch 256 fed by the loader for about a minute, watched from inside
+            the process (GPU utilization, every CPU core, the data-wait share of step time)
+  amp       FP32 vs FP16 vs BF16 on Fashion-MNIST, 3 seeds (--amp-data for another IDX set)
+A stage that fails or cannot run here is reported and the others still run; Ctrl-C keeps what
+was measured. The checklist (card speed, GPU utilization > 95 %, CPU per core < 80 %, data
+loading < 10 % of step time, AMP accuracy loss < 1 %) prints first, then the details; the run
+is saved as JSON under $GPUBASE_HOME (default ~/.local/share/gpubase/runs).
+
+With -- CMD: the quick probe, then your command under watch (as `gpubase watch -- CMD`); the
+GPU and CPU rows are your job's, the data-loading row comes from CUDA activity where watch can
+see it, the AMP row needs `gpubase amp` on your data. It refuses to start while another process
+uses the GPU (both figures would be distorted). A job that fails gives its exit code.)";
 }
 
 std::string watch_help() {

@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "core/json.hpp"
 #include "sys/identity.hpp"
+#include "watch/series_chart.hpp"
 #include "watch/watch.hpp"
 #include "report/report.hpp"
 
@@ -36,6 +37,36 @@ int terminal_width() {
   return 100;
 }
 
+// The series a watch run recorded: the path its watch.series fact names, else a file next to the
+// run file with the run's name. Missing or unreadable: no series, and the note says why.
+RunSeries run_series(const Run& run, const OutputOptions& options, std::string& note) {
+  const auto named = run.fact("watch.series");
+  std::vector<std::filesystem::path> candidates;
+  if (named) candidates.emplace_back(*named);
+  if (!options.run_file.empty()) {
+    std::filesystem::path base(options.run_file);
+    for (const char* ext : {".series.jsonl", ".series.csv"})
+      candidates.push_back(base.parent_path() / (base.stem().string() + ext));
+    if (named)
+      candidates.push_back(base.parent_path() / std::filesystem::path(*named).filename());
+  }
+  std::error_code ec;
+  for (const auto& path : candidates) {
+    if (!std::filesystem::is_regular_file(path, ec)) continue;
+    try {
+      return watch::read_series_chart(path.string());
+    } catch (const Error& e) {
+      note = e.what();
+      return {};
+    }
+  }
+  if (named)
+    note = "the time series " + *named + " is not here (copy it next to the run file to draw it)";
+  else if (run.command == "watch")
+    note = "no time series was recorded (--no-series)";
+  return {};
+}
+
 }  // namespace
 
 std::string output_path(const OutputOptions& options) {
@@ -47,6 +78,8 @@ void emit_run(const Run& run, const OutputOptions& options) {
   report::Format format = report::Format::terminal;
   if (options.json) format = report::Format::json;
   if (options.markdown) format = report::Format::markdown;
+  if (options.csv) format = report::Format::csv;
+  if (options.html) format = report::Format::html;
   const std::string file = output_path(options);
   const bool to_file = !file.empty();
   report::TerminalOptions term;
@@ -54,7 +87,15 @@ void emit_run(const Run& run, const OutputOptions& options) {
                ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
   term.width = terminal_width();
   term.verbose = false;
-  const std::string text = report::render(run, format, term);
+  std::string text;
+  if (format == report::Format::html) {
+    report::HtmlOptions html;
+    const RunSeries series = run_series(run, options, html.series_note);
+    html.series = &series;
+    text = report::render_html(run, html);
+  } else {
+    text = report::render(run, format, term);
+  }
   if (!to_file) {
     // A full disk or a closed pipe must not look like success: the run was not delivered.
     const bool written = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
@@ -70,6 +111,8 @@ void emit_run(const Run& run, const OutputOptions& options) {
 }
 
 void check_output_writable(const OutputOptions& options) {
+  if (int{options.json} + int{options.markdown} + int{options.csv} + int{options.html} > 1)
+    throw Error(ErrorKind::usage, "choose one output format: --json, --md, --csv or --html");
   const std::string name = output_path(options);
   if (name.empty()) return;
   const std::filesystem::path file(name);

@@ -1,4 +1,5 @@
-// cli/output.hpp: where and how a finished run is shown: format selection (--json, --md),
+// cli/output.hpp: where and how a finished run is shown: format selection (--json, --md, --csv,
+// --html; a watch run's HTML draws its time series, read back from the series file),
 // -o FILE, colour only on a terminal, and the saved-runs folder used by `baseline`.
 #pragma once
 #include <filesystem>
@@ -12,6 +13,11 @@ namespace gb::cli {
 struct OutputOptions {
   bool json = false;
   bool markdown = false;
+  bool csv = false;
+  bool html = false;
+  // The run file a report was read from: its time series is looked for next to it as well
+  // (<name>.series.jsonl / .csv) when the path the run names is not there.
+  std::string run_file;
   std::string output_file;  // empty: standard output
   bool quiet = false;       // no progress lines on stderr
   bool no_color = false;
@@ -24,8 +30,9 @@ std::string output_path(const OutputOptions& options);
 
 // Renders the run in the chosen format and writes it to -o FILE or stdout.
 void emit_run(const Run& run, const OutputOptions& options);
-// Throws gb::Error (usage) when -o names a file that cannot be written: checked before a suite
-// or a watched job runs, not found out after hours of it.
+// Throws gb::Error (usage) when -o names a file that cannot be written, or when more than one
+// format is asked for: checked before a suite or a watched job runs, not found out after hours
+// of it.
 void check_output_writable(const OutputOptions& options);
 
 // Progress line on stderr (suppressed by --quiet).

@@ -16,9 +16,12 @@ void add_output_options(CLI::App& cmd, OutputOptions& out, bool* save) {
   if (save) cmd.add_flag("--save", *save, "also save the run under the data folder");
   cmd.add_flag("--json", out.json, "print the run as JSON (schema: docs/results.md)");
   cmd.add_flag("--md", out.markdown, "print the run as Markdown");
+  cmd.add_flag("--csv", out.csv, "print the results as CSV (one row per result)");
+  cmd.add_flag("--html", out.html,
+               "write the run as one self-contained HTML page with charts (use with -o FILE)");
   cmd.add_option("-o,--output", out.output_file,
                  "write the output to FILE instead of stdout; %N host, %r rank, %j job id, %g GPU "
-                 "(probe, baseline), %% '%'");
+                 "(probe), %% '%'");
   cmd.add_flag("-q,--quiet", out.quiet, "no progress lines on stderr");
   cmd.add_flag("--no-color", out.no_color, "no ANSI colours (also: NO_COLOR=1)");
 }

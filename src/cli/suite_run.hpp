@@ -19,7 +19,7 @@ class App;
 
 namespace gb::cli {
 
-// --json, --md, -o FILE, -q, --no-color; and --save when `save` is given.
+// --json, --md, --csv, --html, -o FILE, -q, --no-color; and --save when `save` is given.
 void add_output_options(CLI::App& cmd, OutputOptions& out, bool* save = nullptr);
 
 // -d/--device INDEX, the same for every command that touches a GPU. The suite validates it

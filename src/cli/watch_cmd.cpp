@@ -23,6 +23,7 @@ struct WatchCli {
   bool no_series = false;
   bool no_save = false;
   bool no_perf = false;
+  bool no_cuda_activity = false;
 };
 
 std::shared_ptr<WatchCli> add_watch_command(CLI::App& app, CLI::App*& cmd) {
@@ -50,6 +51,9 @@ std::shared_ptr<WatchCli> add_watch_command(CLI::App& app, CLI::App*& cmd) {
                   "seconds the job gets to exit after Ctrl-C or --duration before SIGTERM")
       ->capture_default_str();
   cmd->add_flag("--no-perf", cli->no_perf, "do not open perf_event counters");
+  cmd->add_flag("--no-cuda-activity", cli->no_cuda_activity,
+                "do not load the CUDA-activity library (CUPTI) into the job; use it when the "
+                "job runs its own profiler");
   cmd->add_flag("--no-save", cli->no_save, "do not save the run (and its series)");
   add_output_options(*cmd, cli->out);
   cmd->footer(watch_help());
@@ -61,6 +65,7 @@ int run_watch_command(const WatchCli& cli) {
   if (cli.pid != 0) options.pid = cli.pid;
   if (cli.duration_s != 0) options.duration_s = cli.duration_s;
   options.perf_counters = !cli.no_perf;
+  options.cuda_activity = !cli.no_cuda_activity;
   watch::validate(options);
   check_output_writable(cli.out);
   const ViewMode mode = cli.out.quiet ? ViewMode::none : parse_view_mode(cli.view);

@@ -131,15 +131,21 @@ void name_cause(ChecklistRow& row, const Run& run, const MetricRowSpec& spec) {
   row.advice = causes.front()->advice;
 }
 
-// The worst measured train.*<train_suffix> result (by the row's direction), or nullptr.
+// The worst measured train.*<train_suffix> result (by the row's direction); without one, the
+// first such result that was skipped (its reason is the row's); else nullptr.
 const Result* worst_train_figure(const Run& run, const MetricRowSpec& spec) {
   const Result* worst = nullptr;
+  const Result* skipped = nullptr;
   for (const Result& r : run.results) {
-    if (!r.key.starts_with("train.") || !r.key.ends_with(spec.train_suffix) || !r.value) continue;
+    if (!r.key.starts_with("train.") || !r.key.ends_with(spec.train_suffix)) continue;
+    if (!r.value) {
+      if (!skipped) skipped = &r;
+      continue;
+    }
     if (!worst || (spec.higher_is_better ? *r.value < *worst->value : *r.value > *worst->value))
       worst = &r;
   }
-  return worst;
+  return worst ? worst : skipped;
 }
 
 ChecklistRow metric_row(const Run& run, const MetricRowSpec& spec) {

@@ -96,7 +96,8 @@ constexpr WatchThresholds kWatch{
 
 // Causes of a starved GPU, in the order diagnose_watch ranks them.
 constexpr std::string_view kGpuUtilCauses[] = {
-    "job_not_using_gpu", "input_bound_cpu",  "storage_bound", "main_process_bound",
+    "job_not_using_gpu", "input_wait", "workers_oversubscribed", "host_sync", "tiny_kernels",
+    "input_bound_cpu",  "storage_bound", "main_process_bound",
     "one_process_bound", "too_many_workers", "too_many_threads", "launch_bound",
     "small_kernels",     "memory_pressure",  "cpu_steal",     "gpu_shared"};
 // Causes of a saturated core.
@@ -183,5 +184,26 @@ const MetricRowSpec* find_metric_row(std::string_view id) {
     if (row.id == id) return &row;
   return nullptr;
 }
+
+}  // namespace gb::diagnose
+
+namespace gb::diagnose {
+
+// docs/thresholds.md "Watch: inside the job" gives the reasoning behind each figure.
+constexpr CudaWatchThresholds kCudaWatch{
+    .data_wait_warn_pct = 10.0,
+    .data_wait_fail_pct = 25.0,
+    .pageable_share_pct = 20.0,
+    .pageable_min_gb = 0.05,
+    .syncs_min_per_s = 1.0,
+    .sync_idle_min_pct = 5.0,
+    .tiny_time_pct = 30.0,
+    .tiny_count_pct = 50.0,
+    .process_io_wait_pct = 30.0,
+    .process_io_disk_pct = 50.0,
+    .workers_per_core = 2.0,
+};
+
+const CudaWatchThresholds& cuda_watch_thresholds() { return kCudaWatch; }
 
 }  // namespace gb::diagnose

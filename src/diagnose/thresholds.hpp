@@ -122,3 +122,25 @@ std::span<const MetricRowSpec> metric_rows();
 const MetricRowSpec* find_metric_row(std::string_view id);
 
 }  // namespace gb::diagnose
+
+namespace gb::diagnose {
+
+// The rules on what the CUDA-activity library saw inside a watched job (watch_cuda.cpp) and on
+// per-process thread states; docs/thresholds.md "Watch: inside the job" gives the reasoning.
+struct CudaWatchThresholds {
+  double data_wait_warn_pct;      // GPU idle waiting for data, share of wall time: warn from
+  double data_wait_fail_pct;      // ... fail from (the checklist's data-loading limits)
+  double pageable_share_pct;      // share of H2D bytes from pageable memory: warn from
+  double pageable_min_gb;         // ... when at least this much was copied that way
+  double syncs_min_per_s;         // host syncs per second worth a finding
+  double sync_idle_min_pct;       // GPU idle after/inside syncs (host + sync causes), share
+  double tiny_time_pct;           // share of kernel time in kernels < 10 µs: launch-bound
+  double tiny_count_pct;          // ... with this share of the kernels that small
+  double process_io_wait_pct;     // a job process in disk wait this share of the time
+  double process_io_disk_pct;     // ... while the busiest disk is at least this busy
+  double workers_per_core;        // loader processes per core at or above: oversubscribed
+};
+
+const CudaWatchThresholds& cuda_watch_thresholds();
+
+}  // namespace gb::diagnose

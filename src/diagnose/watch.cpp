@@ -20,12 +20,17 @@ namespace {
 
 constexpr std::string_view kRank[] = {"no_gpu",
                                       "job_not_using_gpu",
+                                      "input_wait",
                                       "input_bound_cpu",
                                       "storage_bound",
+                                      "workers_oversubscribed",
                                       "main_process_bound",
                                       "one_process_bound",
                                       "too_many_workers",
                                       "too_many_threads",
+                                      "host_sync",
+                                      "tiny_kernels",
+                                      "pageable_copies",
                                       "launch_bound",
                                       "small_kernels",
                                       "tensor_cores_unused",
@@ -39,7 +44,8 @@ constexpr std::string_view kRank[] = {"no_gpu",
 // What else can hold a GPU below its target back; launch_bound is the verdict when none did.
 constexpr std::string_view kStarvationCauses[] = {
     "input_bound_cpu",  "storage_bound",    "main_process_bound", "one_process_bound",
-    "too_many_workers", "too_many_threads", "memory_pressure",    "cpu_steal"};
+    "too_many_workers", "too_many_threads", "memory_pressure",    "cpu_steal",
+    "input_wait",       "workers_oversubscribed", "host_sync",    "tiny_kernels"};
 
 std::size_t rank_of(const std::string& id) {
   const auto it = std::find(std::begin(kRank), std::end(kRank), id);
@@ -68,6 +74,12 @@ std::vector<Finding> diagnose_watch(const Run& run) {
     add(one_process_rule(in, t));
     add(storage_bound_rule(in, t));
     add(small_kernels_rule(in, t));
+    // What the CUDA-activity library saw inside the job.
+    add(input_wait_rule(in, t));
+    add(workers_oversubscribed_rule(in, t));
+    add(host_sync_rule(in, t));
+    add(tiny_kernels_rule(in, t));
+    add(pageable_copies_rule(in));
     add(tensor_cores_unused_rule(in, t));
   }
   add(gpu_shared_rule(in));

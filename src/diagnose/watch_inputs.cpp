@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 
 #include "diagnose/rules.hpp"
@@ -94,6 +95,32 @@ WatchInputs read_watch_inputs(const Run& run) {
   in.disk_await_direction = param_of(run, "watch.disk.await.ms", "direction");
   in.disk_queue = value_of(run, "watch.disk.queue");
   in.disk_device = param_of(run, "watch.disk.util.pct", "device");
+
+  in.cuda_busy_pct = value_of(run, "watch.cuda.busy.pct");
+  in.cuda_idle_pct = value_of(run, "watch.cuda.idle.pct");
+  in.data_wait_pct = value_of(run, "watch.cuda.data_wait.pct");
+  in.idle_host_pct = value_of(run, "watch.cuda.idle.host.pct");
+  in.idle_sync_pct = value_of(run, "watch.cuda.idle.sync.pct");
+  in.kernels_per_s = value_of(run, "watch.cuda.kernels.per_s");
+  in.kernel_median_us = value_of(run, "watch.cuda.kernel.median.us");
+  in.tiny_kernels_pct = value_of(run, "watch.cuda.tiny_kernels.pct");
+  in.tiny_kernel_time_pct = value_of(run, "watch.cuda.tiny_kernel_time.pct");
+  in.h2d_pageable_gb = value_of(run, "watch.cuda.h2d.pageable.gb");
+  in.h2d_pageable_share_pct = value_of(run, "watch.cuda.h2d.pageable.share.pct");
+  in.h2d_pageable_gbps = value_of(run, "watch.cuda.h2d.pageable.gbps");
+  in.h2d_pinned_gbps = value_of(run, "watch.cuda.h2d.pinned.gbps");
+  in.syncs_per_s = value_of(run, "watch.cuda.syncs.per_s");
+  in.sync_mean_ms = value_of(run, "watch.cuda.sync.mean.ms");
+  in.idle_gap_step_ms = value_of(run, "watch.cuda.idle_gap.step.ms");
+  if (const std::string g = param_of(run, "watch.cuda.idle_gap.step.ms", "long gaps per second");
+      !g.empty())
+    in.long_gaps_per_s = std::strtod(g.c_str(), nullptr);
+  in.d2h_copies_per_s = value_of(run, "watch.cuda.d2h.copies.per_s");
+  in.d2h_mean_size = param_of(run, "watch.cuda.d2h.copies.per_s", "mean size");
+  in.io_wait_process_pct = value_of(run, "watch.job.io_wait.pct");
+  in.io_wait_pid = param_of(run, "watch.job.io_wait.pct", "pid");
+  in.io_wait_comm = param_of(run, "watch.job.io_wait.pct", "comm");
+  in.runnable_processes = value_of(run, "watch.job.runnable_processes");
 
   in.samples = value_of(run, "watch.samples");
   const auto interval = value_of(run, "watch.interval.s");

@@ -41,6 +41,17 @@ struct WatchInputs {
   std::optional<double> disk_util_pct, disk_await_ms, disk_queue;
   std::string disk_await_direction;  // "read" or "write": what the disk mostly served
   std::string disk_device;
+  // Inside the job (watch.cuda.*: the CUDA-activity library) and its threads' states.
+  std::optional<double> cuda_busy_pct, cuda_idle_pct, data_wait_pct, idle_host_pct, idle_sync_pct;
+  std::optional<double> kernels_per_s, kernel_median_us, tiny_kernels_pct, tiny_kernel_time_pct;
+  std::optional<double> h2d_pageable_gb, h2d_pageable_share_pct, h2d_pageable_gbps,
+      h2d_pinned_gbps;
+  std::optional<double> syncs_per_s, sync_mean_ms, idle_gap_step_ms, long_gaps_per_s;
+  std::optional<double> d2h_copies_per_s;
+  std::string d2h_mean_size;  // "4 bytes"
+  std::optional<double> io_wait_process_pct;  // the job process most often in disk wait
+  std::string io_wait_pid, io_wait_comm;
+  std::optional<double> runnable_processes;
   // How long the job was watched (samples x interval, else the run's duration).
   std::optional<double> watched_s;
   std::optional<double> samples;
@@ -88,6 +99,15 @@ std::optional<Finding> one_process_rule(const WatchInputs& in, const WatchThresh
 std::optional<Finding> storage_bound_rule(const WatchInputs& in, const WatchThresholds& t);
 // The GPU waits although no core, process or disk is saturated.
 std::optional<Finding> launch_bound_rule(const WatchInputs& in, const WatchThresholds& t);
+
+// --- Inside the job: CUDA activity and thread states (watch_cuda.cpp) ---
+// GPU idle waiting for the next batch (data wait share of wall time).
+std::optional<Finding> input_wait_rule(const WatchInputs& in, const WatchThresholds& t);
+// Many more loader processes than cores while the GPU waits.
+std::optional<Finding> workers_oversubscribed_rule(const WatchInputs& in, const WatchThresholds& t);
+std::optional<Finding> pageable_copies_rule(const WatchInputs& in);
+std::optional<Finding> host_sync_rule(const WatchInputs& in, const WatchThresholds& t);
+std::optional<Finding> tiny_kernels_rule(const WatchInputs& in, const WatchThresholds& t);
 
 // --- Host side (watch_host.cpp) ---
 std::optional<Finding> too_many_workers_rule(const WatchInputs& in, const WatchThresholds& t);

@@ -174,16 +174,36 @@ std::optional<Finding> one_process_rule(const WatchInputs& in, const WatchThresh
 
 std::optional<Finding> storage_bound_rule(const WatchInputs& in, const WatchThresholds& t) {
   if (in.util_pct && !starved(in, t)) return std::nullopt;
-  if (!in.iowait_pct || !in.disk_util_pct) return std::nullopt;
-  if (*in.iowait_pct < t.iowait_pct || *in.disk_util_pct < t.disk_busy_pct) return std::nullopt;
+  if (!in.disk_util_pct) return std::nullopt;
+  const bool machine = in.iowait_pct && *in.iowait_pct >= t.iowait_pct &&
+                       *in.disk_util_pct >= t.disk_busy_pct;
+  // One process reading synchronously keeps 1 of N cores in iowait: the machine's iowait stays
+  // low, but that process spends most of its time in disk wait (D).
+  const CudaWatchThresholds& c = cuda_watch_thresholds();
+  const bool process = in.io_wait_process_pct &&
+                       *in.io_wait_process_pct >= c.process_io_wait_pct &&
+                       *in.disk_util_pct >= c.process_io_disk_pct;
+  if (!machine && !process) return std::nullopt;
   Finding f;
   f.id = "storage_bound";
   f.status = starved_status(in, t);
   f.title = "storage-bound";
   const std::string disk = in.disk_device.empty() ? "the busiest disk" : in.disk_device;
-  f.evidence = in.util_pct ? "GPU busy " + pct_text(*in.util_pct) + " while iowait is " : "iowait ";
-  f.evidence +=
-      pct_text(*in.iowait_pct) + " with " + disk + " at " + pct_text(*in.disk_util_pct) + " util";
+  f.evidence = in.util_pct ? "GPU busy " + pct_text(*in.util_pct) + " while " : "";
+  if (process) {
+    std::vector<std::string> who;
+    if (!in.io_wait_comm.empty()) who.push_back(in.io_wait_comm);
+    if (!in.io_wait_pid.empty()) who.push_back("pid " + in.io_wait_pid);
+    f.evidence += "job process " + (who.empty() ? std::string() : "(" + join(who, ", ") + ") ") +
+                  "is in disk wait " + pct_text(*in.io_wait_process_pct) + " of the time and " +
+                  disk + " is " + pct_text(*in.disk_util_pct) + " busy";
+    if (in.iowait_pct && !machine)
+      f.evidence += " (machine iowait only " + pct_text(*in.iowait_pct) +
+                    ": one process waits, the other cores do not)";
+  } else {
+    f.evidence += (in.util_pct ? "iowait is " : "iowait ") + pct_text(*in.iowait_pct) +
+                  " with " + disk + " at " + pct_text(*in.disk_util_pct) + " util";
+  }
   std::vector<std::string> details;
   if (in.disk_await_ms)
     details.push_back((in.disk_await_direction.empty() ? "read" : in.disk_await_direction) +
@@ -199,6 +219,9 @@ std::optional<Finding> storage_bound_rule(const WatchInputs& in, const WatchThre
 
 std::optional<Finding> launch_bound_rule(const WatchInputs& in, const WatchThresholds& t) {
   if (!starved(in, t) || host_saturated(in, t)) return std::nullopt;
+  // The CUDA-activity library saw the GPU wait for data: input_wait names it.
+  if (in.data_wait_pct && *in.data_wait_pct >= cuda_watch_thresholds().data_wait_warn_pct)
+    return std::nullopt;
   if (!in.busiest_core_pct || !in.iowait_pct) return std::nullopt;
   if (*in.busiest_core_pct >= t.saturated_pct || *in.iowait_pct >= t.iowait_pct)
     return std::nullopt;

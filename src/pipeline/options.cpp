@@ -85,6 +85,9 @@ data::LoaderOptions cpu_loader_options(const PipelineOptions& o, unsigned worker
   lo.sampling.batch_size = o.batch;
   lo.sampling.seed = o.seed;
   lo.sampling.drop_last = o.drop_last;
+  lo.sampling.shuffle = o.shuffle;
+  lo.sampling.rank = o.rank;
+  lo.sampling.world_size = o.world_size;
   lo.sample_bytes = static_cast<std::size_t>(o.image_size) * o.image_size * 3;
   lo.workers = workers;
   lo.prefetch_depth = o.prefetch;

@@ -46,6 +46,9 @@ struct PipelineOptions {
   std::uint64_t seed = 0;    // shuffle, crop and flip draws
   bool strict = false;       // a bad sample is an error naming it, not a substitute
   bool drop_last = false;    // every batch full (fixed shapes for a captured CUDA graph)
+  bool shuffle = true;       // a new order each epoch (data/sampler.hpp)
+  std::uint32_t rank = 0, world_size = 1;  // this process's shard of each epoch
+  std::uint32_t first_epoch = 0;           // the epoch the pipeline starts at (resuming a run)
   int device = 0;            // CUDA device index
   // nvJPEG (gpu, both): "auto", "hardware", "gpu_hybrid", "default"; the largest JPEG a
   // sample slot holds (larger files are bad samples, counted with the reason).
@@ -65,7 +68,7 @@ unsigned default_workers(DecodeMode mode, unsigned usable_cores);
 unsigned resolved_workers(const PipelineOptions& options);
 
 // The data::Loader options of a CPU-path pipeline with `workers` threads: batch, seed,
-// drop_last, prefetch, strict, and image_size^2 x 3 bytes of HWC pixels per sample.
+// shuffle, sharding, drop_last, prefetch, strict, and image_size^2 x 3 bytes of HWC pixels per sample.
 data::LoaderOptions cpu_loader_options(const PipelineOptions& options, unsigned workers);
 
 // Bytes of one batch tensor of `images` images (n x 3 x size x size elements of dtype).

@@ -60,6 +60,27 @@ std::string render_markdown(const Run& run) {
   line("# gpubase " + (run.command.empty() ? std::string("run") : run.command));
   line();
   line(run_subtitle(run));
+  // The baseline checklist; `gpubase baseline` prints it first (the answer before the details).
+  auto checklist = [&] {
+    if (!run.checklist.empty()) {
+      line();
+      line("## Baseline checklist");
+      line();
+      line("| check | target | measured | verdict | evidence | advice |");
+      line("|---|---|---|---|---|---|");
+      for (const ChecklistRow& c : run.checklist) {
+        const bool advice_repeats =
+            !c.advice.empty() && std::any_of(run.checklist.data(), &c, [&](const ChecklistRow& o) {
+              return o.advice == c.advice;
+            });
+        line(fmt::format("| {} | {} | {} | {} | {} | {} |", cell(c.check), cell(c.target),
+                         cell(c.measured.value_or("-")), status_word(c.status), cell(c.evidence),
+                         cell(advice_repeats ? "as above" : c.advice)));
+      }
+    }
+  };
+  const bool checklist_first = run.command == "baseline";
+  if (checklist_first) checklist();
 
   if (!run.environment.empty()) {
     line();
@@ -139,22 +160,7 @@ std::string render_markdown(const Run& run) {
     }
   }
 
-  if (!run.checklist.empty()) {
-    line();
-    line("## Baseline checklist");
-    line();
-    line("| check | target | measured | verdict | evidence | advice |");
-    line("|---|---|---|---|---|---|");
-    for (const ChecklistRow& c : run.checklist) {
-      const bool advice_repeats =
-          !c.advice.empty() && std::any_of(run.checklist.data(), &c, [&](const ChecklistRow& o) {
-            return o.advice == c.advice;
-          });
-      line(fmt::format("| {} | {} | {} | {} | {} | {} |", cell(c.check), cell(c.target),
-                       cell(c.measured.value_or("-")), status_word(c.status), cell(c.evidence),
-                       cell(advice_repeats ? "as above" : c.advice)));
-    }
-  }
+  if (!checklist_first) checklist();
 
   if (!run.findings.empty()) {
     line();

@@ -13,6 +13,8 @@ std::string render(const Run& run, Format format, const TerminalOptions& options
     case Format::terminal: return render_terminal(run, options);
     case Format::markdown: return render_markdown(run);
     case Format::json: return render_json(run);
+    case Format::csv: return render_csv(run);
+    case Format::html: return render_html(run);
   }
   return render_terminal(run, options);
 }

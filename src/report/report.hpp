@@ -7,10 +7,11 @@
 #include <string>
 
 #include "core/result.hpp"
+#include "core/series.hpp"
 
 namespace gb::report {
 
-enum class Format { terminal, markdown, json };
+enum class Format { terminal, markdown, json, csv, html };
 
 struct TerminalOptions {
   bool color = false;   // ANSI colours; the caller decides (isatty, NO_COLOR, --no-color)
@@ -18,6 +19,12 @@ struct TerminalOptions {
   bool verbose = false; // also evidence of passing rows, telemetry and reference sources
 };
 
+struct HtmlOptions {
+  const RunSeries* series = nullptr;  // time series to draw (a watch run's), when read
+  std::string series_note;            // why there are none ("not recorded: --no-series")
+};
+
+// html: without series (render_html draws them when given).
 std::string render(const Run& run, Format format, const TerminalOptions& options = {});
 
 // Sections: header, environment, results grouped by key section (probe figures against their
@@ -28,5 +35,13 @@ std::string render_terminal(const Run& run, const TerminalOptions& options);
 std::string render_markdown(const Run& run);
 // core/json to_json, pretty printed with a 2-space indent and a final newline.
 std::string render_json(const Run& run);
+// One row per result: key, label, value, unit, status, median, min, max, cv, n, reason
+// (RFC 4180; numbers in full, empty when missing).
+std::string render_csv(const Run& run);
+// One self-contained HTML page (inline CSS and SVG, a few lines of inline script for hover, no
+// network): the checklist first, the diagnosis, then each section with its charts (figures as
+// bars against their references, sweeps over a parameter as lines, variants with their noise,
+// time series downsampled keeping each bucket's extremes) above its table, the environment last.
+std::string render_html(const Run& run, const HtmlOptions& options = {});
 
 }  // namespace gb::report

@@ -11,6 +11,7 @@
 //   Training         model | prec | batch | images/s | step ms (min-max) | ± CV | memory |
 //                    vs torch | status, one row per configuration (reasons once, as above)
 //   Baseline checklist   check (target) | measured | verdict | evidence, -> advice
+//                        (right after the header for `gpubase baseline`)
 //   Diagnosis            verdict | title, evidence, -> advice      (when the run has findings)
 //   Overall: FAIL (counts)
 #include <fmt/format.h>
@@ -35,11 +36,14 @@ class TerminalWriter {
 
   std::string write() {
     header();
+    // `gpubase baseline` answers first: the checklist fits one screen, the details follow.
+    const bool checklist_first = run_.command == "baseline";
+    if (checklist_first) checklist();
     environment();
     const std::vector<Section> sections = group_sections(run_);
     size_monitor_columns(sections);
     for (const Section& s : sections) section(s);
-    checklist();
+    if (!checklist_first) checklist();
     diagnosis();
     summary();
     return out_;

@@ -153,7 +153,7 @@ std::string expand_output_pattern(const std::string& pattern, const RunIdentity&
         if (!gpu)
           throw Error(ErrorKind::usage, "-o " + pattern +
                                             ": %g (the GPU index) is for commands that run on a "
-                                            "GPU (probe, baseline)");
+                                            "GPU (probe)");
         out += std::to_string(*gpu);
         break;
       case '%': out += '%'; break;

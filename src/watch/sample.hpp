@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "watch/cuda_sample.hpp"
+
 namespace gb::watch {
 
 struct GpuInterval {
@@ -120,6 +122,8 @@ struct WatchSample {
   MemoryInterval mem;
   DiskInterval disk;
   PerfInterval perf;
+  CudaInterval cuda;          // watch/cuda_sample.hpp: the job's CUDA activity
+  JobThreadsInterval threads;  // ... and its threads' states
   std::optional<double> sampler_cpu_pct;  // gpubase's own CPU time over the interval
   // CPU time the sampler spent reading each source for this sample (its own thread), ms.
   std::optional<double> sampler_host_ms;

@@ -9,8 +9,11 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
+#include <optional>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "core/cancel.hpp"
 #include "core/device_index.hpp"
@@ -19,6 +22,7 @@
 #include "sys/nvml.hpp"
 #include "sys/perf_events.hpp"
 #include "sys/procfs.hpp"
+#include "watch/cuda_monitor.hpp"
 #include "watch/sampler.hpp"
 #include "watch/series_io.hpp"
 #include "watch/summary.hpp"
@@ -169,6 +173,8 @@ std::span<const SectionRule> watch_section_rules() {
       {"watch.mem", "watch.mem", "Host memory (/proc/meminfo)", Layout::monitor},
       {"watch.disk", "watch.disk", "Disk (/proc/diskstats, like iostat -x)", Layout::monitor},
       {"watch.perf", "watch.perf", "perf_event counters (the job)", Layout::monitor},
+      {"watch.cuda", "watch.cuda", "Inside the job: CUDA activity (CUPTI) and why the GPU idled",
+       Layout::monitor},
       {"watch.sampler", "watch.self", "gpubase itself", Layout::monitor},
       {"watch.interval", "watch.self", "gpubase itself", Layout::monitor},
       {"watch.samples", "watch.self", "gpubase itself", Layout::monitor},
@@ -216,12 +222,41 @@ struct Job {
   }
 };
 
-// Starts or attaches. Perf counters are opened on a started child before it execs.
-Job start_job(const WatchOptions& o) {
+// Sets variables in this process's environment for as long as it lives, so a child forked
+// meanwhile inherits them; the old values come back after.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>>& vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name.c_str());
+      saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
+      ::setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, old] : saved_) {
+      if (old)
+        ::setenv(name.c_str(), old->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// Starts or attaches. Perf counters are opened on a started child before it execs; env goes
+// into a started child's environment (the CUDA-activity injection).
+Job start_job(const WatchOptions& o,
+              const std::vector<std::pair<std::string, std::string>>& env = {}) {
   Job job;
   if (o.perf_counters) raise_fd_limit();
   job.perf_reason = o.perf_counters ? "" : "perf counters turned off (--no-perf)";
   if (!o.command.empty()) {
+    const ScopedEnv job_env(env);
     job.child = sys::ChildProcess::spawn(o.command, [&](int pid) {
       if (!o.perf_counters) return;
       try {
@@ -249,7 +284,8 @@ Job start_job(const WatchOptions& o) {
 // Samples every interval until the job ends, monitoring is stopped (Ctrl-C on an attached
 // process) or a started job has had its grace after Ctrl-C / --duration and is terminated.
 void monitor(const WatchOptions& o, const WatchHooks& hooks, Job& job, Sampler& sampler,
-             WatchSummary& summary, SeriesWriter* series, WatchOutcome& out) {
+             WatchSummary& summary, SeriesWriter* series, WatchOutcome& out,
+             CudaMonitor* cuda = nullptr) {
   auto progress = [&](const std::string& line) {
     if (hooks.on_progress) hooks.on_progress(line);
   };
@@ -281,6 +317,10 @@ void monitor(const WatchOptions& o, const WatchHooks& hooks, Job& job, Sampler& 
     ended = job.ended();
     const double t = now_s();
     WatchSample s = sampler.sample(t);
+    if (cuda) {
+      cuda->set_tree(sampler.job_tree());
+      std::tie(s.cuda, s.threads) = cuda->take_interval();
+    }
     summary.add(s);
     if (series) series->write(s);
     if (hooks.on_sample) hooks.on_sample(s);
@@ -378,8 +418,15 @@ WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
 
   std::unique_ptr<SeriesWriter> series;
   if (!o.series_path.empty()) series = std::make_unique<SeriesWriter>(o.series_path);
-  Job job = start_job(o);
+  CudaActivitySetup cuda_setup =
+      prepare_cuda_activity(o.cuda_activity, !o.command.empty(), o.interval_s);
+  Job job = start_job(o, cuda_setup.env);
   if (hooks.on_started) hooks.on_started(job.root_pid);
+  const std::string cuda_fact = cuda_setup.enabled ? "on: " + cuda_setup.library
+                                                   : "off: " + cuda_setup.reason;
+  CudaMonitor cuda(std::move(cuda_setup), o.proc_root);
+  cuda.set_tree({job.root_pid});
+  cuda.start();
 
   SamplerConfig config;
   config.proc_root = o.proc_root;
@@ -390,13 +437,19 @@ WatchOutcome run_watch(const WatchOptions& o, const WatchHooks& hooks) {
   Sampler sampler(config, std::move(gpu.reader),
                   job.perf ? PerfReader(std::ref(perf_deltas)) : PerfReader());
   WatchSummary summary;
-  monitor(o, hooks, job, sampler, summary, series.get(), out);
+  monitor(o, hooks, job, sampler, summary, series.get(), out, &cuda);
+  cuda.finish();
 
   out.duration_s = summary.duration_s();
   describe_end(o, job, out);
   const int cores = usable_cores();
   add_facts(o, job, gpu, series.get(), cores, out);
   out.results = summary.results(summary_context(o, job, gpu, sampler, cores));
+  out.facts.push_back({"watch.cuda_activity", "CUDA activity", cuda_fact});
+  std::optional<double> nvml_util;
+  for (const Result& r : out.results)
+    if (r.key == "watch.gpu.util.pct") nvml_util = r.value;
+  for (Result& r : cuda.results(nvml_util)) out.results.push_back(std::move(r));
   return out;
 }
 

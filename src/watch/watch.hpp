@@ -32,6 +32,7 @@ struct WatchOptions {
   std::string capture_dir;           // copy every interval's /proc files here (bug reports)
   double stop_grace_s = 10.0;        // time a job gets to exit after Ctrl-C / --duration
   bool perf_counters = true;
+  bool cuda_activity = true;  // load the CUDA-activity injection library into the job
   std::string proc_root = "/proc";
 };
 

@@ -143,3 +143,16 @@ TEST(Checklist, SkippedSuiteResultCarriesItsReason) {
   EXPECT_EQ(row(rows, "gpu_util")->evidence,
             "skipped: NVML unavailable: libnvidia-ml.so.1 not found");
 }
+
+TEST(Checklist, DataLoadingFromASkippedTrainingRunSaysWhy) {
+  gb::Run run;
+  run.results.push_back(gb::Result::skipped("train.resnet50.bf16.b256.data_wait_pct", "wait",
+                                            "%", "no GPU: no NVIDIA driver found"));
+  const auto rows = gb::diagnose::build_checklist(run);
+  EXPECT_EQ(row(rows, "data_loading")->status, gb::Status::skipped);
+  EXPECT_EQ(row(rows, "data_loading")->evidence, "skipped: no GPU: no NVIDIA driver found");
+  // A measured figure beside it wins.
+  run.results.push_back(gb::Result::measured("train.resnet50.fp32.b256.data_wait_pct", "fp32",
+                                             "%", {2.0}));
+  EXPECT_EQ(row(gb::diagnose::build_checklist(run), "data_loading")->status, gb::Status::pass);
+}

@@ -194,8 +194,13 @@ bool warm_up(const StepFn& step, nn::Trainer& trainer, int warmup, TrainMeasurem
 // Timed: event k is recorded before step k, event k+1 after it; step k's time is the time
 // between them, host gaps included (a launch-bound step is a slow step). Fed by the pipeline,
 // an event right before each step gives the step's own GPU time too.
-void timed_steps(const StepFn& step, cudaStream_t stream, int steps, bool fed,
+void timed_steps(const StepFn& step, cudaStream_t stream, int steps, double max_s, bool fed,
                  const DeviceContext& ctx, TrainMeasurement& m) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out_of_time = [&] {
+    return max_s > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= max_s;
+  };
   std::vector<gpu::Event> events, befores;
   events.reserve(static_cast<std::size_t>(steps) + 1);
   befores.reserve(static_cast<std::size_t>(steps));
@@ -203,7 +208,7 @@ void timed_steps(const StepFn& step, cudaStream_t stream, int steps, bool fed,
   sampler.start();
   events.push_back(gpu::Event::create());
   events.back().record(stream);
-  for (int i = 0; i < steps; ++i) {
+  for (int i = 0; i < steps && !out_of_time(); ++i) {
     if (cancel_requested()) {
       m.interrupted = true;
       break;
@@ -267,7 +272,7 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
   };
   if (!warm_up(step, trainer, o.warmup, m)) return;
   const std::size_t skipped_before = trainer.scaler_stats().skipped;
-  timed_steps(step, trainer.stream(), o.steps, feed != nullptr, ctx, m);
+  timed_steps(step, trainer.stream(), o.steps, o.max_timed_s, feed != nullptr, ctx, m);
   if (feed) {
     const pipeline::PipelineStats st = feed->pipeline()->stats();
     m.bad_samples = st.loader.bad_samples;

@@ -97,6 +97,7 @@ class CpuDecodePipeline final : public PipelineBase {
         feeder_(gpu::NormalizeShape{static_cast<int>(o.batch), o.image_size, o.image_size, 3,
                                     o.layout == data::TensorLayout::nchw},
                 o.dtype, o.norm.mean.data(), o.norm.stddev.data()) {
+    epoch_ = o.first_epoch;
     loader_.start_epoch(epoch_);
   }
   ~CpuDecodePipeline() override {
@@ -166,6 +167,7 @@ class NvjpegPipeline final : public PipelineBase {
                 pinned_slots()),
         stage_(decoder_, o, sample_bytes_),
         max_in_flight_(o.prefetch - 1) {
+    epoch_ = o.first_epoch;
     loader_.start_epoch(epoch_);
   }
   ~NvjpegPipeline() override {

@@ -1,0 +1,155 @@
+// bench/baseline.cpp: the stage runner of `gpubase baseline` (see baseline.hpp). The stages
+// themselves are built by the CLI (cli/baseline_cmd.cpp) from the suites.
+#include "bench/baseline.hpp"
+
+#include <chrono>
+#include <exception>
+#include <set>
+
+#include "core/cancel.hpp"
+#include "core/error.hpp"
+
+namespace gb::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Two suites report the same host facts (the probe and the loader both read the CPU model): the
+// first report stays.
+void drop_repeated_facts(ResultSink& sink) {
+  std::vector<Fact>& facts = sink.facts();
+  std::set<std::string> seen;
+  std::vector<Fact> kept;
+  for (Fact& f : facts)
+    if (seen.insert(f.key).second) kept.push_back(std::move(f));
+  facts = std::move(kept);
+}
+
+void run_stages(std::span<const BaselineStage> stages, std::vector<StageRecord>& records,
+                ResultSink& sink, const BaselineHooks& hooks, BaselineOutcome& outcome) {
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    throw_if_cancelled();  // Ctrl-C between stages: the rest are reported "not run"
+    const BaselineStage& stage = stages[i];
+    StageRecord& rec = records[i];
+    if (hooks.on_start) hooks.on_start(i, stages.size(), stage);
+    const auto t0 = Clock::now();
+    rec.state = StageState::running;
+    try {
+      const StageEnd end = stage.run(sink);
+      rec.state = end.skipped_reason.empty() ? StageState::ran : StageState::skipped;
+      rec.reason = end.skipped_reason;
+      if (!end.gpu_found && outcome.gpu_found) {
+        outcome.gpu_found = false;
+        outcome.no_gpu_reason = end.no_gpu_reason;
+      }
+    } catch (const Cancelled&) {
+      rec.seconds = seconds_since(t0);
+      throw;
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::usage) throw;
+      rec.state = e.kind() == ErrorKind::no_gpu ? StageState::skipped : StageState::failed;
+      rec.reason = e.what();
+      if (e.kind() == ErrorKind::no_gpu && outcome.gpu_found) {
+        outcome.gpu_found = false;
+        outcome.no_gpu_reason = e.what();
+      }
+    } catch (const std::exception& e) {
+      rec.state = StageState::failed;
+      rec.reason = e.what();
+    }
+    rec.seconds = seconds_since(t0);
+    drop_repeated_facts(sink);
+    if (hooks.on_end) hooks.on_end(rec);
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(StageState s) {
+  switch (s) {
+    case StageState::not_run: return "not run";
+    case StageState::running: return "interrupted";
+    case StageState::ran: return "ran";
+    case StageState::skipped: return "skipped";
+    case StageState::failed: return "failed";
+  }
+  return "?";
+}
+
+std::span<const SectionRule> baseline_section_rules() {
+  static constexpr SectionRule kRules[] = {
+      {"baseline.stage", "baseline.stages", "Stages of the baseline (wall time)",
+       Layout::monitor},
+  };
+  return kRules;
+}
+
+std::vector<Result> stage_results(std::span<const StageRecord> records) {
+  std::vector<Result> out;
+  for (const StageRecord& s : records) {
+    const std::string key = "baseline.stage." + s.id + ".s";
+    Result r;
+    switch (s.state) {
+      case StageState::ran:
+      case StageState::failed:
+        r = Result::measured(key, s.title, "s", {s.seconds}, /*higher_is_better=*/false);
+        if (s.state == StageState::failed) {
+          r.status = Status::fail;
+          r.reason = "failed: " + s.reason;
+          r.advice = "the other stages ran; rerun the suite of this stage alone for details";
+        }
+        break;
+      case StageState::skipped:
+        r = Result::skipped(key, s.title, "s", s.reason);
+        break;
+      case StageState::running:
+        r = Result::skipped(key, s.title, "s",
+                            "interrupted (Ctrl-C) after " + std::to_string(static_cast<int>(
+                                                                 s.seconds + 0.5)) +
+                                " s; what it measured until then is kept");
+        break;
+      case StageState::not_run:
+        r = Result::skipped(key, s.title, "s", "not run: the baseline was interrupted before it");
+        break;
+    }
+    r.param("expected_s", s.expected_s, "s", 0);
+    r.param("state", std::string(to_string(s.state)));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+BaselineOutcome run_baseline(std::span<const BaselineStage> stages, ResultSink& sink,
+                             const BaselineHooks& hooks) {
+  // Shared with the sink's end summary, which reports the stage table however the run ends.
+  // It is registered last (after the stages' own summaries: the amp study makes its results at
+  // the end), so the stage table prints after every stage's section.
+  auto records = std::make_shared<std::vector<StageRecord>>();
+  for (const BaselineStage& s : stages)
+    records->push_back(StageRecord{.id = s.id, .title = s.title, .expected_s = s.expected_s});
+  sink.declare_sections(baseline_section_rules());
+  auto report_stages = [&sink, records] {
+    sink.at_end([records](ResultSink& end_sink, bool) {
+      for (Result& r : stage_results(*records)) end_sink.add(std::move(r));
+    });
+  };
+
+  BaselineOutcome outcome;
+  try {
+    run_stages(stages, *records, sink, hooks, outcome);
+  } catch (const Cancelled&) {
+    report_stages();
+    throw;
+  }
+  report_stages();
+  outcome.stages = *records;
+  return outcome;
+}
+
+
+}  // namespace gb::bench

@@ -1,0 +1,83 @@
+// bench/baseline.hpp: `gpubase baseline` as a list of stages run in order -- the card (probe),
+// the input pipeline (loader worker sweep), a training run fed by the loader under the
+// in-process watch sampler, the mixed-precision study -- each reporting into the one
+// ResultSink, so the checklist reads every row from one run.
+//
+// What the runner guarantees, whatever the stages are (the CPU tests use stand-ins):
+//   - stages run in the order given, one at a time;
+//   - a stage that fails (throws gb::Error or std::exception) or skips itself does not stop the
+//     ones after it: the failure is a `baseline.stage.<id>.s` result with status fail and the
+//     message, a skip one with status skipped and the reason;
+//   - Ctrl-C (core/cancel) between or inside stages ends the run: Cancelled goes up to the
+//     suite runner like in every suite, and at the sink's end every stage is reported --
+//     the ones that ran with their time, the one interrupted and those never started as
+//     skipped -- next to every result the stages reported before;
+//   - usage errors (a bad --data path) are not stage failures: they go up at once.
+// A fact two stages report (host facts) is kept once, as the first reported it.
+// Each stage's wall time is a result (baseline.stage.<id>.s, with the expected time as a param),
+// so where the time goes is in the saved run.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bench/suite.hpp"
+
+namespace gb::bench {
+
+// How a stage ended when it returned (a throw is a failure; Cancelled is Ctrl-C).
+struct StageEnd {
+  std::string skipped_reason;  // non-empty: the stage could not run here, and why
+  bool gpu_found = true;       // false: no GPU (the run exits 3), no_gpu_reason says why
+  std::string no_gpu_reason;
+
+  static StageEnd skipped(std::string reason) { return StageEnd{std::move(reason)}; }
+};
+
+struct BaselineStage {
+  std::string id;     // "card", "loader", "train", "amp": the result key's part
+  std::string title;  // "card: probe" -- progress lines and the stage table
+  double expected_s = 0;  // what a progress line announces
+  std::function<StageEnd(ResultSink&)> run;
+};
+
+enum class StageState { not_run, running, ran, skipped, failed };
+
+struct StageRecord {
+  std::string id, title;
+  double expected_s = 0;
+  double seconds = 0;  // wall time, for a stage that started
+  StageState state = StageState::not_run;
+  std::string reason;  // skipped / failed: why
+};
+
+struct BaselineHooks {
+  // Before stage `index` (0-based) of `count` starts, and after it ended (not after Ctrl-C).
+  std::function<void(std::size_t index, std::size_t count, const BaselineStage&)> on_start;
+  std::function<void(const StageRecord&)> on_end;
+};
+
+struct BaselineOutcome {
+  std::vector<StageRecord> stages;
+  bool gpu_found = true;
+  std::string no_gpu_reason;  // the first stage's that found none
+};
+
+// Runs the stages (see above). Returns normally only when every stage got its turn; Ctrl-C
+// throws Cancelled out of it after the sink was told how to report the stages (at_end).
+BaselineOutcome run_baseline(std::span<const BaselineStage> stages, ResultSink& sink,
+                             const BaselineHooks& hooks = {});
+
+// The stage table's results: baseline.stage.<id>.s per stage (value: wall seconds; params
+// expected_s and state; fail / skipped with the reason), in stage order.
+std::vector<Result> stage_results(std::span<const StageRecord> records);
+
+// Where the stage table prints (ResultSink::declare_sections).
+std::span<const SectionRule> baseline_section_rules();
+
+std::string_view to_string(StageState s);
+
+}  // namespace gb::bench

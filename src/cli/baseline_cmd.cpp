@@ -1,0 +1,591 @@
+// cli/baseline_cmd.cpp: `gpubase baseline` (see baseline_cmd.hpp). The stages, in order:
+//   card      the probe (the quick probe with --quick)
+//   loader    the loader's CPU worker sweep on the training set, and on a GPU the nvJPEG path and
+//             the CPU/GPU split beside it; gives the knee (fewest workers within 3 % of the best)
+//   train     ResNet-50 (--model) at BF16 (--precision), batch 256, fed by the loader with the
+//             knee's workers (or the split where it is faster), for about a minute of timed
+//             steps, while the watch sampler runs on a thread of this process: the GPU, CPU and
+//             data-wait rows of the checklist; --starve feeds it with one worker instead
+//   amp       the mixed-precision study, shortened: FP32, FP16 and BF16, 3 seeds (2 with --quick)
+// With -- CMD: the card stage (quick), then the user's command under watch (the `job` stage).
+// Usage errors (an unknown model, a --data path that does not exist) are found before anything
+// runs. The stage runner (bench/baseline) keeps a failed or skipped stage from stopping the rest.
+#include "cli/baseline_cmd.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <mutex>
+#include <thread>
+
+#include "bench/amp.hpp"
+#include "bench/baseline.hpp"
+#include "bench/loader.hpp"
+#include "bench/probe.hpp"
+#include "bench/train.hpp"
+#include "cli/help.hpp"
+#include "cli/output.hpp"
+#include "cli/run_args.hpp"
+#include "cli/signals.hpp"
+#include "cli/suite_run.hpp"
+#include "cli/watch_view.hpp"
+#include "core/cancel.hpp"
+#include "core/error.hpp"
+#include "core/format.hpp"
+#include "data/open.hpp"
+#include "data/synth.hpp"
+#include "sys/nvml.hpp"
+#include "watch/background.hpp"
+#include "watch/watch.hpp"
+
+namespace gb::cli {
+
+namespace fs = std::filesystem;
+
+struct BaselineCli {
+  bool quick = false;
+  int device = 0;
+  bool no_save = false;
+  std::string data;      // the training set; empty: the cached synthetic set
+  std::string amp_data;  // the amp study's IDX set; empty: Fashion-MNIST
+  std::string model = "resnet50";
+  std::string precision = "bf16";
+  bool starve = false;
+  std::vector<std::string> command;  // after --: the user's job, watched instead of ours
+  OutputOptions out;
+};
+
+namespace {
+
+// The synthetic training set: ImageNet-like sizes and bytes, enough images that a minute of
+// training is ~100 passes over page-cached files rather than thousands.
+constexpr std::size_t kSynthImages = 2048;
+constexpr std::size_t kSynthClasses = 100;
+
+// Stage timing: what the progress line announces (H200, 16 cores; docs/baseline.md).
+struct StageBudget {
+  double card_s, loader_s, train_s, amp_s;
+  double loader_seconds_per_point;
+  double train_timed_s;
+  int train_warmup;
+  int amp_seeds, amp_epochs;
+};
+constexpr StageBudget kFull{40, 35, 90, 80, 3.0, 60, 20, 3, 8};
+constexpr StageBudget kQuick{15, 15, 35, 25, 1.0, 20, 10, 2, 4};
+
+// A progress line per stage and, on a terminal, a bar under the lines that shows the running
+// stage's elapsed time against its expected time. Every line goes through here so the bar is
+// cleared first and redrawn after.
+class StageProgress {
+ public:
+  StageProgress(const OutputOptions& out, bool with_bar) : out_(out) {
+    const char* term = std::getenv("TERM");
+    bar_ = with_bar && !out.quiet && ::isatty(STDERR_FILENO) && term &&
+           std::string(term) != "dumb";
+    if (bar_) thread_ = std::thread([this] { tick(); });
+  }
+  ~StageProgress() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    std::lock_guard lock(mutex_);
+    clear_bar();
+  }
+  void line(const std::string& text) {
+    if (out_.quiet) return;
+    std::lock_guard lock(mutex_);
+    clear_bar();
+    std::fprintf(stderr, "%s\n", text.c_str());
+    draw_bar();
+  }
+  void stage(std::size_t index, std::size_t count, const bench::BaselineStage& s) {
+    {
+      std::lock_guard lock(mutex_);
+      title_ = "[" + std::to_string(index + 1) + "/" + std::to_string(count) + "] " + s.title;
+      expected_s_ = s.expected_s;
+      t0_ = std::chrono::steady_clock::now();
+    }
+    line("baseline " + title_ +
+         (s.expected_s > 0 ? " (about " + std::to_string(static_cast<int>(s.expected_s)) + " s)"
+                           : std::string()));
+  }
+
+ private:
+  void tick() {
+    while (!stop_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      std::lock_guard lock(mutex_);
+      clear_bar();
+      draw_bar();
+    }
+  }
+  void clear_bar() {
+    if (bar_ && drawn_) std::fputs("\r\x1b[K", stderr);
+    drawn_ = false;
+  }
+  void draw_bar() {
+    if (!bar_ || title_.empty()) return;
+    const double el =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    constexpr int kWidth = 30;
+    const int filled =
+        expected_s_ > 0 ? static_cast<int>(std::min(1.0, el / expected_s_) * kWidth) : 0;
+    std::fprintf(stderr, "[%s%s] %3d s of ~%d s  %s", std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, '.').c_str(), static_cast<int>(el),
+                 static_cast<int>(expected_s_), title_.c_str());
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+
+  const OutputOptions& out_;
+  bool bar_ = false;
+  bool drawn_ = false;
+  std::mutex mutex_;
+  std::string title_;
+  double expected_s_ = 0;
+  std::chrono::steady_clock::time_point t0_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Name and size of every regular file under dir, sorted: the cache's identity.
+std::map<std::string, std::uintmax_t> list_files(const fs::path& dir) {
+  std::map<std::string, std::uintmax_t> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[fs::relative(e.path(), dir).generic_string()] = e.file_size();
+  return files;
+}
+
+std::map<std::string, std::uintmax_t> read_manifest(const fs::path& path) {
+  std::map<std::string, std::uintmax_t> files;
+  std::ifstream in(path);
+  std::uintmax_t size = 0;
+  std::string name;
+  while (in >> size && std::getline(in >> std::ws, name)) files[name] = size;
+  return files;
+}
+
+// The result of a key reported so far, or nullptr.
+const Result* find_result(bench::ResultSink& sink, std::string_view key) {
+  for (const Result& r : sink.results())
+    if (r.key == key && r.value) return &r;
+  return nullptr;
+}
+
+// What feeds the training run: the knee's workers on the CPU path, or the CPU/GPU split with
+// the pipeline's default workers when the loader stage found it faster than the CPU path's
+// best; one worker with --starve. The reason goes into a fact.
+struct Feed {
+  pipeline::DecodeMode decode = pipeline::DecodeMode::cpu;
+  unsigned workers = 0;  // 0: the pipeline's default
+  std::string why;
+};
+
+Feed choose_feed(const BaselineCli& cli, bench::ResultSink& sink) {
+  Feed f;
+  if (cli.starve) {
+    f.workers = 1;
+    f.why = "one CPU worker (--starve): the loader cannot keep up, the rows show it";
+    return f;
+  }
+  const Result* knee = find_result(sink, "loader.cpu.knee.workers");
+  const Result* best = find_result(sink, "loader.cpu.best.images_per_s");
+  const Result* split = find_result(sink, "loader.split.images_per_s");
+  if (split && best && *split->value > *best->value) {
+    f.decode = pipeline::DecodeMode::both;
+    f.why = "the CPU/GPU split (" + grouped(*split->value) +
+            " images/s in the loader stage, above the CPU path's best " +
+            grouped(*best->value) + ")";
+    return f;
+  }
+  if (knee) {
+    f.workers = static_cast<unsigned>(*knee->value);
+    f.why = std::to_string(f.workers) + " CPU workers, the knee of the loader sweep";
+  } else {
+    f.why = "the pipeline's default workers (the loader stage found no knee)";
+  }
+  return f;
+}
+
+// The GPU and CPU rows without a training run: skipped with the reason, not "not run".
+void add_watch_skipped(bench::ResultSink& sink, const std::string& reason) {
+  sink.add(Result::skipped("watch.gpu.util.pct", "GPU utilization during training", "%", reason));
+  sink.add(Result::skipped("watch.cpu.busiest_core.pct", "busiest CPU core during training", "%",
+                           reason));
+}
+
+bench::TrainBenchOptions train_options(const BaselineCli& cli, const StageBudget& b) {
+  bench::TrainBenchOptions t;
+  t.models = {cli.model};
+  t.precisions = {cli.precision};
+  t.batch = 256;
+  t.warmup = b.train_warmup;
+  t.steps = 100000;  // bounded by time: max_timed_s
+  t.max_timed_s = b.train_timed_s;
+  t.device = cli.device;
+  t.report_environment = false;  // the probe reported them
+  return t;
+}
+
+bench::AmpOptions amp_options(const BaselineCli& cli, const StageBudget& b) {
+  bench::AmpOptions a;
+  a.data = cli.amp_data;
+  a.precisions = {"fp32", "fp16", "bf16"};
+  a.seeds = b.amp_seeds;
+  a.epochs = b.amp_epochs;
+  a.device = cli.device;
+  return a;
+}
+
+std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const StageBudget& b,
+                                              const fs::path& dataset_path,
+                                              StageProgress& progress) {
+  std::vector<bench::BaselineStage> stages;
+  stages.push_back({"card", cli.quick ? "card: quick probe" : "card: probe", b.card_s,
+                    [&cli](bench::ResultSink& sink) {
+                      bench::ProbeOptions p;
+                      p.quick = cli.quick;
+                      p.device = cli.device;
+                      const bench::ProbeOutcome o = bench::run_probe(p, sink);
+                      bench::StageEnd end;
+                      end.gpu_found = o.gpu_found;
+                      end.no_gpu_reason = o.no_gpu_reason;
+                      return end;
+                    }});
+  stages.push_back(
+      {"loader", "input pipeline: loader worker sweep", b.loader_s,
+       [&cli, &b, dataset_path](bench::ResultSink& sink) {
+         const auto dataset = data::open_dataset({.path = dataset_path});
+         bench::LoaderBenchOptions o;
+         o.seconds_per_point = b.loader_seconds_per_point;
+         o.device = cli.device;
+         o.data_wait = false;  // the training run measures it for real
+         std::string no_gpu;
+         o.decode = bench::cuda_device_count(no_gpu) > 0 ? pipeline::DecodeMode::both
+                                                         : pipeline::DecodeMode::cpu;
+         bench::run_loader_bench(*dataset, o, sink);
+         return bench::StageEnd{};
+       }});
+  stages.push_back(
+      {"train",
+       "training: " + bench::train_model_title(cli.model) + " " +
+           bench::train_precision_title(cli.precision) + " fed by the loader, under watch",
+       b.train_s, [&cli, &b, dataset_path, &progress](bench::ResultSink& sink) {
+         sink.declare_sections(watch::watch_section_rules());
+         bench::TrainBenchOptions t = train_options(cli, b);
+         t.data = dataset_path.string();
+         const Feed feed = choose_feed(cli, sink);
+         t.data_decode = feed.decode;
+         t.data_workers = feed.workers;
+         sink.add_fact({"baseline.train.feed", "training fed by", feed.why});
+         std::string no_gpu;
+         if (bench::cuda_device_count(no_gpu) == 0) {
+           add_watch_skipped(sink, "no GPU: " + no_gpu);
+           for (const bench::TrainConfig& c : bench::train_configs(t))
+             sink.add(Result::skipped(bench::train_key(c, "data_wait_pct"),
+                                      "GPU waiting for data during training", "%",
+                                      "no GPU: " + no_gpu));
+           const bench::TrainBenchOutcome o = bench::run_train_bench(t, sink);
+           bench::StageEnd end;
+           end.gpu_found = o.gpu_found;
+           end.no_gpu_reason = o.no_gpu_reason.empty() ? no_gpu : o.no_gpu_reason;
+           end.skipped_reason = "no GPU: " + no_gpu;
+           return end;
+         }
+         progress.line("  feeding it with " + feed.why);
+         watch::BackgroundWatch w({.device = cli.device});
+         w.start();
+         bench::TrainBenchOutcome o;
+         try {
+           o = bench::run_train_bench(t, sink);
+         } catch (const Cancelled&) {
+           // Ctrl-C: what the sampler saw until then is part of what was measured.
+           watch::WatchOutcome seen = w.stop();
+           for (Result& r : seen.results) sink.add(std::move(r));
+           throw;
+         }
+         watch::WatchOutcome seen = w.stop();
+         for (Fact& f : seen.facts) sink.add_fact(std::move(f));
+         for (Result& r : seen.results) sink.add(std::move(r));
+         bench::StageEnd end;
+         end.gpu_found = o.gpu_found;
+         end.no_gpu_reason = o.no_gpu_reason;
+         return end;
+       }});
+  stages.push_back({"amp", "mixed precision: FP32 vs FP16 vs BF16, " +
+                               std::to_string(b.amp_seeds) + " seeds",
+                    b.amp_s, [&cli, &b](bench::ResultSink& sink) {
+                      const bench::AmpOptions a = amp_options(cli, b);
+                      if (a.data.empty() && bench::default_fashion_mnist_dir().empty()) {
+                        const std::string why =
+                            "Fashion-MNIST not found (Debian package dataset-fashion-mnist, or "
+                            "--amp-data DIR with IDX files)";
+                        bench::add_amp_skipped(a, why, sink);
+                        return bench::StageEnd::skipped(why);
+                      }
+                      const bench::AmpOutcome o = bench::run_amp(a, sink);
+                      bench::StageEnd end;
+                      end.gpu_found = o.gpu_found;
+                      end.no_gpu_reason = o.no_gpu_reason;
+                      if (!o.gpu_found) end.skipped_reason = o.no_gpu_reason;
+                      return end;
+                    }});
+  return stages;
+}
+
+
+// `baseline -- CMD`: the card check and the watch both need the GPU to themselves. A live
+// process with GPU activity in the driver's per-process samples, or a device busy now (a
+// process in another PID namespace NVML names but /proc does not show), refuses the run.
+void refuse_if_gpu_in_use(int device) {
+  const sys::Nvml nvml = sys::Nvml::load();
+  if (!nvml.available()) return;  // no GPU: the card check says so
+  const auto dev = nvml.device(device);
+  if (!dev) return;
+  std::string others;
+  for (const sys::ProcessUtil& p : dev->process_utilization()) {
+    if (static_cast<int>(p.pid) == static_cast<int>(::getpid())) continue;
+    if (p.sm_pct <= 0 && p.mem_pct <= 0) continue;
+    std::error_code ec;
+    if (!fs::exists("/proc/" + std::to_string(p.pid), ec)) continue;  // ended since
+    const std::string comm = [&] {
+      std::ifstream in("/proc/" + std::to_string(p.pid) + "/comm");
+      std::string c;
+      std::getline(in, c);
+      return c.empty() ? std::string("?") : c;
+    }();
+    others += (others.empty() ? "" : ", ") + std::to_string(p.pid) + " (" + comm + ", SM " +
+              std::to_string(static_cast<int>(p.sm_pct)) + " %)";
+  }
+  const sys::NvmlSample now = dev->sample();
+  if (others.empty() && now.gpu_util_pct && *now.gpu_util_pct > 5)
+    others = "a process NVML does not name (GPU " +
+             std::to_string(static_cast<int>(*now.gpu_util_pct)) + " % busy)";
+  if (!others.empty())
+    throw Error(ErrorKind::runtime,
+                "GPU " + std::to_string(device) + " is in use by " + others +
+                    ": the card check and the watch of your job would both be distorted; wait "
+                    "for it to finish or pick another GPU with -d");
+}
+
+// The rows a watched job cannot fill the way our own training run does.
+void explain_job_rows(Run& run) {
+  for (ChecklistRow& row : run.checklist) {
+    if (row.id == "amp_accuracy" && row.status == Status::skipped && !row.measured) {
+      row.evidence =
+          "not measured for your job: mixed precision's accuracy cost depends on the model and "
+          "data; run `gpubase amp --data YOUR_IDX_SET` (or compare your own FP32 and AMP runs)";
+    }
+    if (row.id == "data_loading" && row.status == Status::skipped && !row.measured &&
+        !run.find("watch.cuda.data_wait.pct")) {
+      row.evidence =
+          "not measurable from outside: NVML and /proc see the GPU busy or idle but not where a "
+          "step starts or what the job waits on; `gpubase watch` with CUDA activity (CUPTI) "
+          "measures it where available, and `gpubase train --data` measures it for our loader";
+    }
+  }
+}
+
+bench::BaselineStage job_stage(const BaselineCli& cli, std::optional<int>& job_exit) {
+  std::string title;
+  for (const std::string& a : cli.command) title += (title.empty() ? "" : " ") + a;
+  return {"job", "your job under watch: " + title, 0,
+          [&cli, title, &job_exit](bench::ResultSink& sink) {
+            sink.declare_sections(watch::watch_section_rules());
+            watch::WatchOptions o;
+            o.command = cli.command;
+            o.device = cli.device;
+            WatchView view(cli.out.quiet ? ViewMode::none : ViewMode::automatic, title);
+            watch::WatchHooks hooks;
+            hooks.on_started = [](int pid) { set_signal_forward_pid(pid); };
+            hooks.on_sample = [&](const watch::WatchSample& s) { view.show(s); };
+            hooks.on_progress = [&](const std::string& line) {
+              if (!cli.out.quiet) view.note(line);
+            };
+            watch::WatchOutcome w;
+            try {
+              w = watch::run_watch(o, hooks);
+            } catch (...) {
+              set_signal_forward_pid(0);
+              view.close();
+              throw;
+            }
+            set_signal_forward_pid(0);
+            view.close();
+            for (Fact& f : w.facts) sink.add_fact(std::move(f));
+            for (Result& r : w.results) sink.add(std::move(r));
+            if (w.exit && w.exit->shell_code() != 0) job_exit = w.exit->shell_code();
+            bench::StageEnd end;
+            if (!w.gpu_available) {
+              end.gpu_found = false;
+              end.no_gpu_reason = w.gpu_unavailable;
+            }
+            // Ctrl-C: the job got its grace and ended; the run ends interrupted, like watch.
+            throw_if_cancelled();
+            return end;
+          }};
+}
+
+}  // namespace
+
+fs::path cached_synthetic_set(const fs::path& dir, std::size_t images, std::size_t classes,
+                              double size_scale,
+                              const std::function<void(const std::string&)>& note) {
+  const fs::path manifest = dir.string() + ".manifest";
+  std::error_code ec;
+  if (fs::is_directory(dir, ec) && fs::exists(manifest, ec)) {
+    const auto want = read_manifest(manifest);
+    if (!want.empty() && list_files(dir) == want) {
+      note("using the synthetic set " + dir.string());
+      return dir;
+    }
+    note("the synthetic set " + dir.string() + " changed since it was made: making it again");
+  }
+  fs::remove_all(dir);
+  fs::remove(manifest, ec);
+  const fs::path tmp = dir.string() + ".tmp";
+  fs::remove_all(tmp);
+  note("making a synthetic ImageNet-like set (" + std::to_string(images) + " JPEGs, " +
+       std::to_string(classes) + " classes) in " + dir.string() + ", reused by later runs");
+  data::SynthOptions synth;
+  synth.output = tmp;
+  synth.images = images;
+  synth.classes = classes;
+  synth.size_scale = size_scale;
+  synth.layout = data::SynthLayout::image_folder;
+  data::synth_dataset(synth, [](std::size_t, std::size_t) { throw_if_cancelled(); });
+  fs::rename(tmp, dir);
+  // Written last: a manifest exists only for a set that was made completely.
+  std::ofstream out(manifest);
+  for (const auto& [name, size] : list_files(dir)) out << size << ' ' << name << '\n';
+  if (!out) throw Error(ErrorKind::runtime, "cannot write " + manifest.string());
+  return dir;
+}
+
+std::shared_ptr<BaselineCli> add_baseline_command(CLI::App& app, CLI::App*& cmd) {
+  auto cli = std::make_shared<BaselineCli>();
+  cmd = app.add_subcommand(
+      "baseline",
+      "the four questions in one run: probe, loader sweep, a training run fed by the loader "
+      "under watch, a short AMP study; prints the checklist, saves the run");
+  cmd->add_flag("--quick", cli->quick,
+                "quick probe, shorter sweep, 20 s of training, 2 seeds x 4 epochs of the AMP "
+                "study (about 90 s on an H200; a wider noise band)");
+  cmd->add_option("--data", cli->data,
+                  "training set (ImageFolder, WebDataset shards, .gbpack; JPEG samples); "
+                  "default: a synthetic ImageNet-like set made once under the data folder");
+  cmd->add_option("--amp-data", cli->amp_data,
+                  "the AMP study's set (IDX folder); default: Fashion-MNIST "
+                  "(/usr/share/datasets/fashion-mnist)");
+  cmd->add_option("--model", cli->model, "the trained model (resnet50, mobilenet_v2)")
+      ->capture_default_str();
+  cmd->add_option("--precision", cli->precision, "its precision (fp32, tf32, fp16, bf16)")
+      ->capture_default_str();
+  cmd->add_flag("--starve", cli->starve,
+                "feed the training run with one loader worker, to see the rows catch it");
+  cmd->add_option("command", cli->command,
+                  "your own job, after --: the quick card check, then the job under watch "
+                  "(gpubase baseline -- python train.py)");
+  add_device_option(*cmd, cli->device);
+  cmd->add_flag("--no-save", cli->no_save, "do not save the run");
+  add_output_options(*cmd, cli->out);
+  cmd->footer(baseline_help());
+  return cli;
+}
+
+namespace {
+
+// `gpubase baseline -- CMD...`: the quick card check, then the job under watch.
+int run_job_baseline(const BaselineCli& cli) {
+  watch::WatchOptions check;
+  check.command = cli.command;
+  check.device = cli.device;
+  watch::validate(check);
+  check_output_writable(cli.out);
+  refuse_if_gpu_in_use(cli.device);
+
+  StageProgress progress(cli.out, /*with_bar=*/false);
+  SuiteRun suite("baseline");
+  bench::ResultSink sink([&](const std::string& line) { progress.line(line); });
+  BaselineCli card = cli;
+  card.quick = true;
+  std::vector<bench::BaselineStage> stages = make_stages(card, kQuick, {}, progress);
+  stages.resize(1);  // the card
+  std::optional<int> job_exit;
+  stages.push_back(job_stage(cli, job_exit));
+  bench::BaselineHooks hooks;
+  hooks.on_start = [&](std::size_t i, std::size_t n, const bench::BaselineStage& s) {
+    progress.stage(i, n, s);
+  };
+  Run& run = suite.run_suite(sink, cli.out, [&] {
+    const bench::BaselineOutcome o = bench::run_baseline(stages, sink, hooks);
+    SuiteEnd end{o.gpu_found, o.no_gpu_reason};
+    end.exit_code = job_exit;  // a failed job's code is ours, like `gpubase watch`
+    return end;
+  });
+  explain_job_rows(run);
+  return suite.finish(cli.out, !cli.no_save);
+}
+
+}  // namespace
+
+int run_baseline_command(const BaselineCli& cli) {
+  if (!cli.command.empty()) return run_job_baseline(cli);
+  const StageBudget& b = cli.quick ? kQuick : kFull;
+  // Usage errors before anything runs.
+  require_device_index(cli.device, 0);
+  if (cli.model != "resnet50" && cli.model != "mobilenet_v2")
+    throw Error(ErrorKind::usage, "--model " + cli.model +
+                                      ": the training stage takes 224x224 images: resnet50 or "
+                                      "mobilenet_v2");
+  (void)bench::train_configs(train_options(cli, b));
+  if (!cli.amp_data.empty()) bench::validate_amp_options(amp_options(cli, b));
+  if (!cli.data.empty()) (void)data::open_dataset({.path = cli.data});
+  check_output_writable(cli.out);
+
+  StageProgress progress(cli.out, /*with_bar=*/true);
+  SuiteRun suite("baseline");
+  const fs::path dataset_path =
+      !cli.data.empty()
+          ? fs::path(cli.data)
+          : cached_synthetic_set(data_dir() / "datasets" / "baseline-synth-2048", kSynthImages,
+                                 kSynthClasses, 1.0,
+                                 [&](const std::string& l) { progress.line("baseline: " + l); });
+  bench::ResultSink sink([&](const std::string& line) { progress.line(line); });
+  if (cli.quick)
+    sink.add_fact({"baseline.quick", "quick run",
+                   "shorter probe, loader points and training; AMP study with " +
+                       std::to_string(kQuick.amp_seeds) + " seeds x " +
+                       std::to_string(kQuick.amp_epochs) + " epochs instead of " +
+                       std::to_string(kFull.amp_seeds) + " x " +
+                       std::to_string(kFull.amp_epochs) +
+                       ": its noise band is wider (see amp.accuracy_loss.pct)"});
+  const std::vector<bench::BaselineStage> stages = make_stages(cli, b, dataset_path, progress);
+  bench::BaselineHooks hooks;
+  hooks.on_start = [&](std::size_t i, std::size_t n, const bench::BaselineStage& s) {
+    progress.stage(i, n, s);
+  };
+  hooks.on_end = [&](const bench::StageRecord& r) {
+    std::string text = "  " + r.id + " " + std::string(bench::to_string(r.state)) + " in " +
+                       std::to_string(static_cast<int>(r.seconds + 0.5)) + " s";
+    if (!r.reason.empty()) text += ": " + r.reason;
+    progress.line(text);
+  };
+  suite.run_suite(sink, cli.out, [&] {
+    const bench::BaselineOutcome o = bench::run_baseline(stages, sink, hooks);
+    return SuiteEnd{o.gpu_found, o.no_gpu_reason};
+  });
+  return suite.finish(cli.out, !cli.no_save);
+}
+
+int run_baseline_args(const std::vector<std::string>& args) {
+  return run_subcommand_args("baseline", args, add_baseline_command,
+                             [](const auto& cli) { return run_baseline_command(*cli); });
+}
+
+}  // namespace gb::cli

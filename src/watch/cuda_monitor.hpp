@@ -1,0 +1,107 @@
+// watch/cuda_monitor.hpp: the watcher's side of seeing inside the job. Before the job starts,
+// prepare_cuda_activity() decides whether CUDA should load the injection library into it and
+// makes the folder its rings go to; while it runs, a CudaMonitor thread
+//  - reads every job process's ring (new processes' rings are found as they appear),
+//  - samples the job's threads from /proc/<pid>/task/<tid>/stat (the CUDA-launching threads of
+//    the process that runs the most kernels, and every other process of the tree) up to 100
+//    times a second, fewer with many processes, so the watcher's own cost stays ~1 % of a core,
+//  - and matches both into the why-idle attribution (cuda_activity/attribution).
+// take_interval() hands each sample its share; results() the run's watch.cuda.* figures.
+// The thread-state side runs also without CUDA activity: disk waits and runnable processes
+// are judged per process from it.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/result.hpp"
+#include "cuda_activity/attribution.hpp"
+#include "cuda_activity/ring.hpp"
+#include "watch/cuda_sample.hpp"
+#include "watch/cuda_totals.hpp"
+
+namespace gb::watch {
+
+struct CudaActivitySetup {
+  bool enabled = false;
+  std::string reason;     // why not, when !enabled
+  std::string ring_dir;   // made here, removed by the monitor
+  std::vector<std::pair<std::string, std::string>> env;  // for the job's environment
+  std::string library;    // the injection library's path
+  std::string cupti;      // CUPTI's path, where found
+};
+
+// want: the user did not turn it off; command_given: watch starts the job (an attached
+// process cannot load a library any more); interval_s: the watch interval.
+CudaActivitySetup prepare_cuda_activity(bool want, bool command_given, double interval_s);
+
+// Where the injection library is: $GPUBASE_CUDA_INJECT_LIB, else next to this executable, else
+// ../lib/gpubase/; empty when none exists.
+std::string find_injection_library();
+// CUPTI's library: $GPUBASE_CUPTI_PATH, else the toolkit's usual places; empty when none.
+std::string find_cupti();
+
+class CudaMonitor {
+ public:
+  CudaMonitor(CudaActivitySetup setup, std::string proc_root);
+  ~CudaMonitor();
+  CudaMonitor(const CudaMonitor&) = delete;
+  CudaMonitor& operator=(const CudaMonitor&) = delete;
+
+  void start();
+  void set_tree(const std::vector<int>& pids);
+  // The CUDA figures and thread states since the previous call.
+  std::pair<CudaInterval, JobThreadsInterval> take_interval();
+  // Stops the thread after a last read of the rings.
+  void finish();
+  // watch.cuda.* (or skipped with the reason) and the per-process thread-state results.
+  std::vector<Result> results(std::optional<double> nvml_util_pct) const;
+
+  // One tick, exposed for tests with a fixture /proc: reads the states of the tree.
+  void tick(std::uint64_t now_ns);
+  // Reads every ring in the folder once (new records, statuses, ended producers).
+  void read_rings();
+
+ private:
+  struct Ring {
+    cuda_activity::RingReader reader;
+    bool ended = false;
+    std::uint64_t kernels = 0;
+  };
+  struct ProcessTicks {
+    std::string comm;
+    std::uint64_t disk = 0;  // ticks in D
+    std::uint64_t seen = 0;
+  };
+  void run();
+  void find_launcher_threads(int pid);
+
+  CudaActivitySetup setup_;
+  std::string proc_root_;
+  std::thread thread_;
+  bool stop_ = false;
+  mutable std::mutex mu_;
+  std::vector<int> tree_;
+  std::map<std::string, Ring> rings_;  // by path
+  std::map<std::uint32_t, std::string> statuses_;  // pid -> last status text
+  std::vector<std::string> ring_errors_;
+  std::uint64_t lost_ = 0;
+  CudaTotals run_, interval_;
+  cuda_activity::IdleAttribution attribution_;
+  int launcher_pid_ = 0;
+  std::vector<int> launcher_tids_;
+  std::uint64_t last_thread_scan_ns_ = 0;
+  // Thread states over the run and in the current interval.
+  std::map<int, ProcessTicks> run_ticks_, interval_ticks_;
+  std::uint64_t ticks_run_ = 0, ticks_interval_ = 0;
+  double runnable_run_ = 0, runnable_interval_ = 0;
+  std::uint64_t launcher_running_run_ = 0, launcher_running_interval_ = 0;
+};
+
+}  // namespace gb::watch

@@ -1,0 +1,77 @@
+// watch/cuda_totals.hpp: sums of the job's CUDA interval records (any number of processes and
+// devices), for one sampling interval (CudaInterval) or the whole run (the watch.cuda.*
+// results, docs/watch.md). Memory is bounded: fixed histograms, at most kMaxKernelNames names.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "cuda_activity/attribution.hpp"
+#include "cuda_activity/record.hpp"
+#include "watch/cuda_sample.hpp"
+
+namespace gb::watch {
+
+class CudaTotals {
+ public:
+  static constexpr std::size_t kMaxKernelNames = 1024;
+
+  void add(const cuda_activity::IntervalRecord& r);
+  bool empty() const { return records_ == 0; }
+  std::uint64_t wall_ns() const { return t_end_ > t_begin_ ? t_end_ - t_begin_ : 0; }
+
+  // The figures of one sampling interval.
+  CudaInterval interval() const;
+
+  // Figures over the run; used by results().
+  std::optional<double> busy_pct() const;  // busiest device
+  int busiest_device() const;
+  std::uint64_t kernels() const { return kernels_; }
+  std::optional<double> kernel_median_us() const;
+  std::optional<double> gap_quantile_us(double q, double min_us = 0) const;
+  std::uint64_t gaps(double min_us = 0) const;
+  const cuda_activity::CopyStats& copies(cuda_activity::CopyKind k) const {
+    return copies_[static_cast<int>(k)];
+  }
+
+  struct Inputs {
+    std::string skipped_reason;  // non-empty: every watch.cuda.* result is skipped with it
+    std::string status_note;     // how collection went ("CUPTI 130001, ...; pid 12: stopped: ...")
+    int processes = 0;           // job processes that wrote records
+    std::uint64_t lost_records = 0;  // ring records the watcher missed
+    cuda_activity::AttributionTotals attribution;
+    std::optional<double> nvml_util_pct;  // for the cross-check
+  };
+  std::vector<Result> results(const Inputs& in) const;
+
+ private:
+  struct DeviceSums {
+    std::uint64_t busy_ns = 0;
+    std::uint64_t wall_ns = 0;  // summed record lengths of processes using the device
+  };
+  struct KernelSums {
+    std::uint64_t ns = 0;
+    std::uint64_t count = 0;
+    bool tensor = false;
+  };
+  std::uint64_t records_ = 0;
+  std::uint64_t t_begin_ = 0, t_end_ = 0;
+  std::map<std::uint32_t, DeviceSums> devices_;
+  std::uint64_t kernels_ = 0, tiny_kernels_ = 0, kernel_ns_ = 0, tiny_kernel_ns_ = 0;
+  std::array<std::uint64_t, cuda_activity::kDurationBins> kernel_hist_{}, gap_hist_{};
+  std::uint64_t gaps_ = 0, gap_ns_ = 0;
+  std::array<cuda_activity::CopyStats, cuda_activity::kCopyKinds> copies_{};
+  std::uint64_t syncs_ = 0, sync_ns_ = 0;
+  struct ProcessCounters {
+    std::uint64_t dropped = 0, late = 0, overflow = 0;  // cumulative in each record: the max
+  };
+  std::map<std::uint32_t, ProcessCounters> counters_;
+  std::map<std::string, KernelSums> names_;
+  std::uint64_t named_other_ns_ = 0;
+};
+
+}  // namespace gb::watch

@@ -1,0 +1,81 @@
+// tests/gpu/test_baseline.cpp: `gpubase baseline`'s training stage on a GPU: the in-process
+// watch sampler (watch/background) reads NVML while the engine trains ResNet-50 BF16 from a
+// tiny JPEG set through the loader, for a time bound instead of a step count
+// (TrainBenchOptions::max_timed_s). The GPU row's figure is measured and shows the GPU busy;
+// the data-wait share is reported; the time bound ends the timed steps.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "bench/train.hpp"
+#include "data/synth.hpp"
+#include "watch/background.hpp"
+
+namespace {
+
+const gb::Result* find(const std::vector<gb::Result>& results, const std::string& key) {
+  for (const gb::Result& r : results)
+    if (r.key == key) return &r;
+  return nullptr;
+}
+
+TEST(BaselineGpu, TrainingUnderTheInProcessWatchFillsTheGpuRow) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("gb-baseline-gpu-" + std::to_string(reinterpret_cast<std::uintptr_t>(&count)));
+  std::filesystem::remove_all(dir);
+  gb::data::SynthOptions synth;
+  synth.output = dir;
+  synth.images = 64;
+  synth.classes = 4;
+  synth.size_scale = 0.5;
+  gb::data::synth_dataset(synth);
+
+  gb::bench::TrainBenchOptions t;
+  t.models = {"resnet50"};
+  t.precisions = {"bf16"};
+  t.batch = 64;
+  t.warmup = 5;
+  t.steps = 100000;
+  t.max_timed_s = 6;
+  t.report_environment = false;
+  t.data = dir.string();
+  t.data_workers = 4;
+
+  gb::watch::BackgroundWatch w({.device = 0, .interval_s = 0.5});
+  w.start();
+  gb::bench::ResultSink sink;
+  const auto t0 = std::chrono::steady_clock::now();
+  const gb::bench::TrainBenchOutcome o = gb::bench::run_train_bench(t, sink);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const gb::watch::WatchOutcome seen = w.stop();
+  std::filesystem::remove_all(dir);
+
+  ASSERT_TRUE(o.gpu_found);
+  EXPECT_EQ(o.failed, 0u);
+  const gb::Result* ips = find(sink.results(), "train.resnet50.bf16.b64.images_per_s");
+  ASSERT_TRUE(ips && ips->value) << (ips ? ips->reason : "no result");
+  const auto steps = ips->number_param("steps");
+  ASSERT_TRUE(steps);
+  EXPECT_LT(*steps, 100000.0);  // the time bound ended the timed steps
+  EXPECT_LT(seconds, 120.0);
+  const gb::Result* wait = find(sink.results(), "train.resnet50.bf16.b64.data_wait_pct");
+  ASSERT_TRUE(wait && wait->value);
+  EXPECT_GE(*wait->value, 0.0);
+  EXPECT_LE(*wait->value, 100.0);
+
+  ASSERT_TRUE(seen.gpu_available) << seen.gpu_unavailable;
+  const gb::Result* util = find(seen.results, "watch.gpu.util.pct");
+  ASSERT_TRUE(util && util->value) << (util ? util->reason : "no result");
+  EXPECT_GT(*util->value, 10.0);  // the GPU trained while the sampler ran
+  const gb::Result* core = find(seen.results, "watch.cpu.busiest_core.pct");
+  ASSERT_TRUE(core && core->value);
+}
+
+}  // namespace
