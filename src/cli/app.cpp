@@ -19,6 +19,7 @@
 #include "cli/loader_cmd.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/output.hpp"
+#include "cli/probe_devices.hpp"
 #include "cli/suite_run.hpp"
 #include "cli/signals.hpp"
 #include "cli/train_cmd.hpp"
@@ -35,6 +36,8 @@ struct ProbeCli {
   bench::ProbeOptions probe;
   OutputOptions out;
   bool save = false;
+  std::string devices;      // --devices all|0,2,5 (probe): one run per GPU
+  bool concurrent = false;  // --concurrent: also all of them at once
 };
 
 // Runs the probe and prints the run.
@@ -67,6 +70,13 @@ int dispatch(int argc, char** argv) {
   auto* probe = app.add_subcommand("probe", "device facts, GEMM, HBM, PCIe, latency, host memory");
   probe->add_flag("--quick", probe_opts.probe.quick, "fewer sizes and repetitions (about 15 s)");
   add_device_option(*probe, probe_opts.probe.device);
+  probe->add_option("--devices", probe_opts.devices,
+                    "all, or device indices separated by commas: one run per GPU (with several, "
+                    "-o needs %g, e.g. runs/%N-gpu%g.json)")
+      ->excludes("--device");
+  probe->add_flag("--concurrent", probe_opts.concurrent,
+                  "with --devices: after each GPU alone, run them all at once and compare "
+                  "(probe.concurrent.*: which GPUs slow down together)");
   probe->add_option("--only", only, "comma-separated sections: env,gemm,memory,pcie,latency,host");
   probe->add_flag("--save", probe_opts.save, "also save the run under the data folder");
   add_output_options(*probe, probe_opts.out);
@@ -132,6 +142,13 @@ int dispatch(int argc, char** argv) {
   install_signal_handlers();
   if (*probe) {
     probe_opts.probe.sections = split_list(only);
+    if (probe_opts.concurrent && probe_opts.devices.empty())
+      throw Error(ErrorKind::usage, "--concurrent runs the GPUs of --devices at once: give "
+                                    "--devices all (or a list)");
+    if (!probe_opts.devices.empty())
+      return run_probe_devices("probe", probe_opts.probe, probe_opts.out, probe_opts.save,
+                               probe_opts.devices, probe_opts.concurrent);
+    probe_opts.out.gpu = probe_opts.probe.device;
     return run_probe_command("probe", probe_opts);
   }
   if (*baseline) return run_baseline_command(*baseline_opts);

@@ -74,7 +74,7 @@ RunSeries run_series(const Run& run, const OutputOptions& options, std::string& 
 
 std::string output_path(const OutputOptions& options) {
   if (options.output_file.empty()) return {};
-  return sys::expand_output_pattern(options.output_file, sys::current_identity());
+  return sys::expand_output_pattern(options.output_file, sys::current_identity(), options.gpu);
 }
 
 void emit_run(const Run& run, const OutputOptions& options) {

@@ -3,6 +3,7 @@
 // -o FILE, colour only on a terminal, and the saved-runs folder used by `baseline`.
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "core/result.hpp"
@@ -20,9 +21,10 @@ struct OutputOptions {
   std::string output_file;  // empty: standard output
   bool quiet = false;       // no progress lines on stderr
   bool no_color = false;
+  std::optional<int> gpu;  // what -o's %g becomes (commands that run on one GPU of several)
 };
 
-// -o FILE with its placeholders expanded (%N host, %r rank, %j job id, %% a '%':
+// -o FILE with its placeholders expanded (%N host, %r rank, %j job id, %g GPU, %% a '%':
 // sys/identity.hpp); empty for standard output. Throws gb::Error (usage) for an unknown one.
 std::string output_path(const OutputOptions& options);
 

@@ -50,7 +50,8 @@ void add_output_options(CLI::App& cmd, OutputOptions& out, bool* save) {
   cmd.add_flag("--html", out.html,
                "write the run as one self-contained HTML page with charts (use with -o FILE)");
   cmd.add_option("-o,--output", out.output_file,
-                 "write the output to FILE instead of stdout; %N host, %r rank, %j job id, %% '%'");
+                 "write the output to FILE instead of stdout; %N host, %r rank, %j job id, %g GPU "
+                 "(probe), %% '%'");
   cmd.add_flag("-q,--quiet", out.quiet, "no progress lines on stderr");
   cmd.add_flag("--no-color", out.no_color, "no ANSI colours (also: NO_COLOR=1)");
 }
@@ -65,6 +66,16 @@ SuiteRun::SuiteRun(std::string command) : t0_(std::chrono::steady_clock::now()) 
   run_.started_at = utc_now_iso8601();
 }
 
+bool run_cancellable(const OutputOptions& out, const std::function<void()>& work) {
+  try {
+    work();
+    return false;
+  } catch (const Cancelled&) {
+    progress_line(out, "interrupted: reporting what was measured so far");
+    return true;
+  }
+}
+
 Run& SuiteRun::run_suite(bench::ResultSink& sink, const OutputOptions& out,
                         const std::function<SuiteEnd()>& suite) {
   check_output_writable(out);
@@ -73,12 +84,7 @@ Run& SuiteRun::run_suite(bench::ResultSink& sink, const OutputOptions& out,
     // A suite stuck after Ctrl-C (a wait that never returns) is ended by the watchdog with
     // this report of what it measured until then (cli/signals).
     const StopReport stop_report([&] { emit_run(stopped_run(run_, t0_, sink), out); });
-    try {
-      end = suite();
-    } catch (const Cancelled&) {
-      end = SuiteEnd{.interrupted = true};
-      progress_line(out, "interrupted: reporting what was measured so far");
-    }
+    if (run_cancellable(out, [&] { end = suite(); })) end = SuiteEnd{.interrupted = true};
   }
   return complete(sink, end);
 }

@@ -36,6 +36,11 @@ struct SuiteEnd {
   std::optional<int> exit_code;
 };
 
+// Runs `work`; Ctrl-C inside it (gb::Cancelled) ends it: returns true when it did, after a
+// progress line. The one place Cancelled is caught: SuiteRun::run_suite and the several-GPU
+// probe (cli/probe_devices) go through it.
+bool run_cancellable(const OutputOptions& out, const std::function<void()>& work);
+
 class SuiteRun {
  public:
   explicit SuiteRun(std::string command);

@@ -9,6 +9,7 @@
 #include "fleet/merge.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,30 +81,34 @@ std::vector<std::filesystem::path> collect_run_files(const std::vector<std::stri
 
 namespace {
 
-// Reads a whole file into `buf` (reused between files); false with `err` set on failure.
-bool read_file(const std::filesystem::path& path, std::string& buf, std::string& err) {
+// Reads a whole file into `buf` (reused between files, grown but never zero-filled again);
+// returns the text, or an empty view with `err` set on failure.
+std::string_view read_file(const std::filesystem::path& path, std::vector<char>& buf,
+                           std::string& err) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     err = std::strerror(errno);
-    return false;
+    return {};
   }
-  buf.clear();
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) + 1 > buf.size())
+    buf.resize(static_cast<std::size_t>(st.st_size) + 4096);
   std::size_t used = 0;
   while (true) {
-    if (buf.size() < used + 65536) buf.resize(std::max<std::size_t>(buf.size() * 2, used + 65536));
+    if (used == buf.size()) buf.resize(buf.size() * 2 + 65536);
     const ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
     if (n < 0) {
       if (errno == EINTR) continue;
       err = std::strerror(errno);
       ::close(fd);
-      return false;
+      return {};
     }
     if (n == 0) break;
     used += static_cast<std::size_t>(n);
   }
   ::close(fd);
-  buf.resize(used);
-  return true;
+  if (used == 0) err = "empty file";
+  return {buf.data(), used};
 }
 
 double median_of(std::vector<double>& v) {
@@ -175,18 +180,20 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
   std::vector<KeyTable> tables(static_cast<std::size_t>(jobs));
   std::atomic<std::size_t> next{0};
   auto work = [&](int w) {
-    std::string buf;
+    std::vector<char> buf;
     std::string err;
     KeyTable& keys = tables[static_cast<std::size_t>(w)];
     for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < files.size();) {
       Slot& s = slots[i];
       s.worker = w;
-      if (!read_file(files[i], buf, err)) {
+      err.clear();
+      const std::string_view text = read_file(files[i], buf, err);
+      if (!err.empty()) {
         s.error = "cannot read: " + err;
         continue;
       }
       try {
-        s.run = scan_run(buf, keys);
+        s.run = scan_run(text, keys);
       } catch (const ScanError& e) {
         s.error = e.what();
       }

@@ -123,7 +123,17 @@ std::vector<Fact> identity_facts(const RunIdentity& id) {
   return facts;
 }
 
-std::string expand_output_pattern(const std::string& pattern, const RunIdentity& id) {
+bool has_gpu_placeholder(const std::string& pattern) {
+  for (std::size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    if (pattern[i + 1] == 'g') return true;
+    ++i;  // skip the placeholder's letter (%%g is a '%' and a 'g')
+  }
+  return false;
+}
+
+std::string expand_output_pattern(const std::string& pattern, const RunIdentity& id,
+                                  std::optional<int> gpu) {
   std::string out;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] != '%') {
@@ -133,17 +143,24 @@ std::string expand_output_pattern(const std::string& pattern, const RunIdentity&
     if (i + 1 == pattern.size())
       throw Error(ErrorKind::usage, "-o " + pattern +
                                         ": a '%' at the end; placeholders are %N (host), %r "
-                                        "(rank), %j (job id), %% (a '%')");
+                                        "(rank), %j (job id), %g (GPU index), %% (a '%')");
     const char c = pattern[++i];
     switch (c) {
       case 'N': out += file_safe(id.host); break;
       case 'r': out += std::to_string(id.rank.value_or(0)); break;
       case 'j': out += file_safe(id.job_id.value_or("nojob")); break;
+      case 'g':
+        if (!gpu)
+          throw Error(ErrorKind::usage, "-o " + pattern +
+                                            ": %g (the GPU index) is for commands that run on a "
+                                            "GPU (probe)");
+        out += std::to_string(*gpu);
+        break;
       case '%': out += '%'; break;
       default:
-        throw Error(ErrorKind::usage, "-o " + pattern + ": unknown placeholder %" +
-                                          std::string(1, c) +
-                                          " (placeholders: %N host, %r rank, %j job id, %% a '%')");
+        throw Error(ErrorKind::usage,
+                    "-o " + pattern + ": unknown placeholder %" + std::string(1, c) +
+                        " (placeholders: %N host, %r rank, %j job id, %g GPU index, %% a '%')");
     }
   }
   return out;

@@ -3,7 +3,7 @@
 // process's rank, local rank and world size, the node list (Slurm `SLURM_*`, OpenMPI
 // `OMPI_COMM_WORLD_*`, PMIx `PMIX_RANK`, a Kubernetes pod's name, namespace and
 // `JOB_COMPLETION_INDEX`). Read from a lookup function so the CPU tests feed a fake environment.
-// Also the `-o` placeholders built on it (%N host, %r rank, %j job id, %% a '%').
+// Also the `-o` placeholders built on it (%N host, %r rank, %j job id, %g GPU index, %% a '%').
 #pragma once
 #include <functional>
 #include <optional>
@@ -43,9 +43,12 @@ RunIdentity current_identity();
 std::vector<Fact> identity_facts(const RunIdentity& id);
 
 // Expands -o placeholders: %N host, %r rank (0 without a launcher), %j job id ("nojob" without
-// one), %% a '%'. Throws gb::Error (usage) for any
-// other '%' sequence, naming it. Characters that cannot be in a file name ('/' in a host name)
-// become '_'.
-std::string expand_output_pattern(const std::string& pattern, const RunIdentity& id);
+// one), %g the GPU's CUDA index (commands that run on one GPU of several: `gpu`; a usage error
+// where it is empty), %% a '%'. Throws gb::Error (usage) for any other '%' sequence, naming it.
+// Characters that cannot be in a file name ('/' in a host name) become '_'.
+std::string expand_output_pattern(const std::string& pattern, const RunIdentity& id,
+                                  std::optional<int> gpu = std::nullopt);
+// True when the pattern has a %g placeholder (one file per GPU).
+bool has_gpu_placeholder(const std::string& pattern);
 
 }  // namespace gb::sys

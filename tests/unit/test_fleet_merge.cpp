@@ -162,6 +162,26 @@ TEST(FleetScan, EscapedStringsAndCompactJsonAreRead) {
   EXPECT_EQ(r.figures.size(), 3u);
 }
 
+TEST(FleetScan, BracketsAndEscapedQuotesInsideLongStringsDoNotEndAContainer) {
+  // The skipper reads 64 bytes at a time: strings with brackets, quotes and backslashes that
+  // span block edges must not change the nesting it counts.
+  gb::Run run = make_run(GpuSpec{});
+  std::string tricky;
+  for (int i = 0; i < 40; ++i) tricky += "]} \"quoted\" {[ \\ ";
+  for (Result& r : run.results) {
+    r.param("note", tricky);
+    r.reference("achievable", 1, tricky + "]]]}}}");
+  }
+  run.results.insert(run.results.begin(), Result::skipped("probe.x", "x", "", tricky));
+  fleet::KeyTable keys;
+  for (const int indent : {-1, 2}) {
+    const fleet::ScannedRun r = fleet::scan_run(to_json(run).dump(indent), keys);
+    ASSERT_EQ(r.figures.size(), 3u) << indent;
+    EXPECT_EQ(keys.name(r.figures[1].key), "probe.memory.copy.gbps");
+    EXPECT_EQ(r.link_width_under_load, 16);
+  }
+}
+
 TEST(FleetScan, TextThatIsNotARunIsRefusedWithWhere) {
   fleet::KeyTable keys;
   for (const char* bad : {"", "{}", "{\"schema\": \"other\"}", "[1,2]", "{\"schema\": \"gpubase.run\"",
