@@ -6,10 +6,11 @@
 #   2. gpubase baseline --quick --json             (target <= 90 s on an H200)
 #   3. gpubase baseline --json                     (target <= 5 minutes; time per stage)
 #   4. bench/infer_vs_torch.py: the classic "time 100 forward passes" PyTorch script, with and
-#      without torch.cuda.synchronize(), against CUDA-event timing
+#      without torch.cuda.synchronize(), against CUDA-event timing; beside the full run's
+#      inference stage (infer.*: target >= 1.0x the classic script with synchronize)
 # then prints one summary line per figure. Both baseline runs share one scratch GPUBASE_HOME:
 # the quick run makes the synthetic set (its time is in the log), the full run reuses it.
-# About 6 minutes on an H200. Changes no clock, power, persistence or MIG setting.
+# About 6.5 minutes on an H200 (GPU tests ~0.5, quick ~1.5, full ~4, PyTorch ~0.3). Changes no clock, power, persistence or MIG setting.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUTDIR=$(realpath -m "${1:?usage: bench/baseline_check.sh OUTDIR}")
@@ -40,8 +41,8 @@ fi
 nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max \
   --format=csv,noheader >"$OUTDIR/gpu.txt" 2>&1 || true
 
-part gpu-test 180 ctest --test-dir "$BUILD" -L gpu -R 'BaselineGpu' --output-on-failure \
-  --timeout 170
+part gpu-test 240 ctest --test-dir "$BUILD" -L gpu -R 'BaselineGpu' --output-on-failure \
+  --timeout 200
 part baseline-quick 240 "$GPUBASE" baseline --quick --json -o "$OUTDIR/baseline-quick.json" \
   --no-color
 part baseline-full 420 "$GPUBASE" baseline --json -o "$OUTDIR/baseline-full.json" --no-color
@@ -77,22 +78,32 @@ for name in ("baseline-quick.json", "baseline-full.json"):
             exp = next((p.get("value") for p in r.get("params", []) if p.get("name") == "expected_s"), None)
             print(f"  stage {k.split('.')[2]:7s} {('%.0f s' % v) if v is not None else '-':>7s}"
                   f" (expected {exp}) {r.get('status')} {r.get('reason', '')[:80]}")
-    keys = ["loader.cpu.knee.workers", "loader.cpu.best.images_per_s", "loader.split.images_per_s",
+    keys = ["loader.cpu.knee.workers", "loader.gpu_decode.images_per_s", "loader.cpu.best.images_per_s", "loader.split.images_per_s",
             "watch.gpu.util.pct", "watch.cpu.busiest_core.pct", "amp.accuracy_loss.pct",
             "amp.seed_spread.points"]
     for r in run.get("results", []):
         k = r.get("key", "")
-        if k in keys or (k.startswith("train.") and (k.endswith("images_per_s") or k.endswith("data_wait_pct"))):
+        if k in keys or k.startswith("infer.") or (k.startswith("train.") and (k.endswith("images_per_s") or k.endswith("data_wait_pct"))):
             v = r.get("value")
             print(f"  {k}: {v if v is None else round(v, 2)} {r.get('unit', '')} {r.get('status')}")
     for c in run.get("checklist", []):
         print(f"  row {c.get('id'):13s} {c.get('status'):8s} {c.get('measured', '-')}")
 inf = load("infer-vs-torch.json")
+full = load("baseline-full.json") or {}
+ours = {}
+for r in full.get("results", []):
+    k = r.get("key", "")
+    if k.startswith("infer.") and r.get("value") is not None:
+        ours[k.split(".")[2]] = r["value"]
 if inf:
     for row in inf.get("rows", []):
-        print(f"  torch inference {row['precision']:5s} b{row['batch']}: events {row['events_images_per_s']:.0f} img/s,"
-              f" classic+sync {row['classic_sync_images_per_s']:.0f}, classic no sync {row['classic_nosync_images_per_s']:.0f}"
-              f" ({row['nosync_inflation']:.2f}x inflated)")
+        p = row["precision"]
+        line = (f"  inference {p:5s} b{row['batch']}: torch events {row['events_images_per_s']:.0f} img/s,"
+                f" classic+sync {row['classic_sync_images_per_s']:.0f}, classic no sync"
+                f" {row['classic_nosync_images_per_s']:.0f} ({row['nosync_inflation']:.2f}x inflated)")
+        if p in ours:
+            line += f"; gpubase {ours[p]:.0f} = {ours[p] / row['classic_sync_images_per_s']:.2f}x classic+sync (target >= 1.0)"
+        print(line)
 PY
 if [[ ${#failed[@]} -gt 0 ]]; then echo "FAILED parts: ${failed[*]}"; exit 1; fi
 echo "all parts ran"

@@ -7,6 +7,8 @@
 //             steps, while the watch sampler runs on a thread of this process: the GPU, CPU and
 //             data-wait rows of the checklist; --starve feeds it with one worker instead
 //   amp       the mixed-precision study, shortened: FP32, FP16 and BF16, 3 seeds (2 with --quick)
+//   infer     ResNet-50 inference (forward only, eval batch norm, CUDA graph), batch 64 per
+//             precision: the figure PyTorch's classic "time 100 forward passes" script aims at
 // With -- CMD: the card stage (quick), then the user's command under watch (the `job` stage).
 // Usage errors (an unknown model, a --data path that does not exist) are found before anything
 // runs. The stage runner (bench/baseline) keeps a failed or skipped stage from stopping the rest.
@@ -26,6 +28,7 @@
 
 #include "bench/amp.hpp"
 #include "bench/baseline.hpp"
+#include "bench/infer.hpp"
 #include "bench/loader.hpp"
 #include "bench/probe.hpp"
 #include "bench/train.hpp"
@@ -39,6 +42,8 @@
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "data/open.hpp"
+#include "diagnose/text.hpp"
+#include "diagnose/thresholds.hpp"
 #include "data/synth.hpp"
 #include "sys/nvml.hpp"
 #include "watch/background.hpp"
@@ -70,14 +75,14 @@ constexpr std::size_t kSynthClasses = 100;
 
 // Stage timing: what the progress line announces (H200, 16 cores; docs/baseline.md).
 struct StageBudget {
-  double card_s, loader_s, train_s, amp_s;
+  double card_s, loader_s, train_s, amp_s, infer_s;
   double loader_seconds_per_point;
   double train_timed_s;
   int train_warmup;
   int amp_seeds, amp_epochs;
 };
-constexpr StageBudget kFull{40, 35, 90, 80, 3.0, 60, 20, 3, 8};
-constexpr StageBudget kQuick{15, 15, 35, 25, 1.0, 20, 10, 2, 4};
+constexpr StageBudget kFull{40, 35, 90, 80, 20, 3.0, 60, 20, 3, 8};
+constexpr StageBudget kQuick{15, 15, 35, 25, 20, 1.0, 20, 10, 2, 4};
 
 // A progress line per stage and, on a terminal, a bar under the lines that shows the running
 // stage's elapsed time against its expected time. Every line goes through here so the bar is
@@ -335,6 +340,18 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
                       if (!o.gpu_found) end.skipped_reason = o.no_gpu_reason;
                       return end;
                     }});
+  stages.push_back({"infer", "inference: " + bench::train_model_title("resnet50") +
+                                 " forward only, CUDA graph, batch 64, FP32/FP16/BF16",
+                    b.infer_s, [&cli](bench::ResultSink& sink) {
+                      bench::InferBenchOptions o;
+                      o.device = cli.device;
+                      const bench::InferBenchOutcome out = bench::run_infer_bench(o, sink);
+                      bench::StageEnd end;
+                      end.gpu_found = out.gpu_found;
+                      end.no_gpu_reason = out.no_gpu_reason;
+                      if (!out.gpu_found) end.skipped_reason = "no GPU: " + out.no_gpu_reason;
+                      return end;
+                    }});
   return stages;
 }
 
@@ -371,24 +388,6 @@ void refuse_if_gpu_in_use(int device) {
                 "GPU " + std::to_string(device) + " is in use by " + others +
                     ": the card check and the watch of your job would both be distorted; wait "
                     "for it to finish or pick another GPU with -d");
-}
-
-// The rows a watched job cannot fill the way our own training run does.
-void explain_job_rows(Run& run) {
-  for (ChecklistRow& row : run.checklist) {
-    if (row.id == "amp_accuracy" && row.status == Status::skipped && !row.measured) {
-      row.evidence =
-          "not measured for your job: mixed precision's accuracy cost depends on the model and "
-          "data; run `gpubase amp --data YOUR_IDX_SET` (or compare your own FP32 and AMP runs)";
-    }
-    if (row.id == "data_loading" && row.status == Status::skipped && !row.measured &&
-        !run.find("watch.cuda.data_wait.pct")) {
-      row.evidence =
-          "not measurable from outside: NVML and /proc see the GPU busy or idle but not where a "
-          "step starts or what the job waits on; `gpubase watch` with CUDA activity (CUPTI) "
-          "measures it where available, and `gpubase train --data` measures it for our loader";
-    }
-  }
 }
 
 bench::BaselineStage job_stage(const BaselineCli& cli, std::optional<int>& job_exit) {
@@ -432,6 +431,37 @@ bench::BaselineStage job_stage(const BaselineCli& cli, std::optional<int>& job_e
 }
 
 }  // namespace
+
+void explain_job_rows(Run& run) {
+  const Result* wait = run.find("watch.cuda.data_wait.pct");
+  const diagnose::MetricRowSpec* spec = diagnose::find_metric_row("data_loading");
+  for (ChecklistRow& row : run.checklist) {
+    if (row.status != Status::skipped || row.measured) continue;
+    if (row.id == "amp_accuracy") {
+      row.evidence =
+          "not measured for your job: mixed precision's accuracy cost depends on the model and "
+          "data; run `gpubase amp --data YOUR_IDX_SET` (or compare your own FP32 and AMP runs)";
+    } else if (row.id == "data_loading" && wait && wait->value && spec) {
+      // The job's share of wall time waiting for data, seen through CUDA activity.
+      const double v = *wait->value;
+      row.measured = diagnose::format_number(v) + " %";
+      row.status = v < spec->pass_limit    ? Status::pass
+                   : v <= spec->warn_limit ? Status::warn
+                                           : Status::fail;
+      row.evidence = wait->label + " " + *row.measured + " (" + wait->key + ")";
+      if (!wait->reason.empty()) row.evidence += ": " + wait->reason;
+      if (row.status != Status::pass) row.advice = std::string(spec->advice);
+    } else if (row.id == "data_loading") {
+      row.evidence =
+          wait && !wait->reason.empty()
+              ? "not measurable from outside: " + wait->reason
+              : "not measurable from outside: NVML and /proc see the GPU busy or idle but not "
+                "where a step starts or what the job waits on; `gpubase watch` with CUDA "
+                "activity (CUPTI) measures it where available, and `gpubase train --data` "
+                "measures it for our loader";
+    }
+  }
+}
 
 fs::path cached_synthetic_set(const fs::path& dir, std::size_t images, std::size_t classes,
                               double size_scale,

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/result.hpp"
+
 namespace CLI {
 class App;
 }
@@ -27,6 +29,12 @@ int run_baseline_command(const BaselineCli& cli);
 
 // `gpubase baseline ARGS...` as main() runs it, for tests (no signal handlers).
 int run_baseline_args(const std::vector<std::string>& args);
+
+// `baseline -- CMD`: the rows a watched job cannot fill like the baseline's own training run.
+// AMP: says to run `gpubase amp` on the job's data. Data loading: judged from the job's
+// CUDA-activity figure watch.cuda.data_wait.pct with the checklist's limits when the run has
+// it and diagnose left the row empty; else "not measurable from outside: why".
+void explain_job_rows(Run& run);
 
 // The synthetic ImageNet-like set the baseline trains on without --data: made once under
 // `dir` and reused while every file it holds is the one made (name and size, listed in

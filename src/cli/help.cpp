@@ -68,6 +68,7 @@ Stages, in order, each announced on stderr with its expected time:
   train     ResNet-50 BF16 batch 256 fed by the loader for about a minute, watched from inside
             the process (GPU utilization, every CPU core, the data-wait share of step time)
   amp       FP32 vs FP16 vs BF16 on Fashion-MNIST, 3 seeds (--amp-data for another IDX set)
+  infer     ResNet-50 inference (forward only, CUDA graph), batch 64, FP32 / FP16 / BF16
 A stage that fails or cannot run here is reported and the others still run; Ctrl-C keeps what
 was measured. The checklist (card speed, GPU utilization > 95 %, CPU per core < 80 %, data
 loading < 10 % of step time, AMP accuracy loss < 1 %) prints first, then the details; the run

@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -258,19 +259,49 @@ void flush_loop(std::uint64_t interval_ns) {
   }
 }
 
+// Runs fn on its own thread and waits at most timeout for it: the job's exit must never hang
+// on us. A thread that does not finish in time is left behind (the process is ending).
+template <typename Fn>
+bool run_with_timeout(Fn fn, std::chrono::milliseconds timeout) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread t([fn, done] {
+    try {
+      fn();
+    } catch (...) {
+    }
+    done->store(true);
+  });
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!done->load() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  if (done->load()) {
+    t.join();
+    return true;
+  }
+  t.detach();
+  return false;
+}
+
 void at_exit() {
   if (!in_owner_process()) return;  // a forked worker inherited the state: not ours to end
   State* s = g_state;
   s->stop.store(true);
   s->wake.notify_all();
-  if (s->flusher.joinable()) s->flusher.join();
-  if (!s->collecting.load()) return;
-  try {
-    s->cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    publish(true);
-    write_status(ca::StatusCode::finished, "the process ended");
-  } catch (...) {
+  if (s->flusher.joinable()) {
+    // The flusher ends within one CUPTI flush; if CUPTI hangs, the process still exits.
+    // Owned by the helper that joins it, so nothing here touches it after a timeout.
+    auto flusher = std::make_shared<std::thread>(std::move(s->flusher));
+    if (!run_with_timeout([flusher] { flusher->join(); }, std::chrono::seconds(3))) return;
   }
+  if (!s->collecting.load()) return;
+  const bool flushed = run_with_timeout(
+      [s] {
+        s->cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        publish(true);
+      },
+      std::chrono::seconds(3));
+  write_status(flushed ? ca::StatusCode::finished : ca::StatusCode::failed,
+               flushed ? "the process ended" : "the last flush at exit did not finish in 3 s");
   s->collecting.store(false);
 }
 

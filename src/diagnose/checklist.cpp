@@ -155,6 +155,10 @@ ChecklistRow metric_row(const Run& run, const MetricRowSpec& spec) {
   row.target = std::string(spec.target);
   const Result* r = run.find(spec.key);
   if (!r && !spec.train_suffix.empty()) r = worst_train_figure(run, spec);
+  if ((!r || !r->value) && !spec.job_key.empty()) {
+    const Result* job = run.find(spec.job_key);
+    if (job && (job->value || !r)) r = job;
+  }
   if (!r) {
     row.status = Status::skipped;
     row.evidence = "measured by " + std::string(spec.suite) + " (not run)";

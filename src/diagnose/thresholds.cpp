@@ -132,7 +132,7 @@ constexpr std::array<MetricRowSpec, 4> kMetricRows{{
      "the input pipeline is the bottleneck: faster storage or packed shards, cheaper "
      "decode/augment, prefetch, pinned memory, and the worker count at the knee `gpubase "
      "loader` finds",
-     {}, ".data_wait_pct"},
+     {}, ".data_wait_pct", "watch.cuda.data_wait.pct"},
     {"amp_accuracy", "AMP accuracy loss vs FP32", "< 1 %", "amp.accuracy_loss.pct",
      "`gpubase amp`", false, kAmp.accuracy_warn_points, kAmp.accuracy_fail_points,
      "mixed precision costs accuracy: use dynamic loss scaling, keep softmax, norms and the "

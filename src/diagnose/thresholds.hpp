@@ -115,6 +115,9 @@ struct MetricRowSpec {
   // Where `key` is absent: the worst of the results whose key starts with "train." and ends with
   // this (a figure `gpubase train --data` gives per configuration); empty: none.
   std::string_view train_suffix = {};
+  // Where neither gives a measured figure: a watched job's own figure (the data-loading row:
+  // watch.cuda.data_wait.pct, from the CUDA-activity library); empty: none.
+  std::string_view job_key = {};
 };
 
 std::span<const MetricRowSpec> metric_rows();

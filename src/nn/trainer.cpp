@@ -273,6 +273,38 @@ std::size_t Trainer::Impl::evaluate(const DeviceBatch& batch, int count) {
   return read_state().correct;
 }
 
+void Trainer::Impl::infer_synthetic() {
+  if (!synthetic_images.data())
+    throw Error(ErrorKind::usage, "infer_synthetic: call make_synthetic_batch first");
+  auto enqueue = [&] {
+    net.input_value()->data = synthetic_images.data();
+    net.forward(ctx, false);
+  };
+  if (!options.cuda_graph || infers_enqueued == 0 || (!infer_graph_exec && net.profiling())) {
+    enqueue();
+    ++infers_enqueued;
+    return;
+  }
+  if (!infer_graph_exec) {
+    GB_CHECK_CUDA(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue();
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      (void)cudaStreamEndCapture(stream.get(), &broken);
+      if (broken) (void)cudaGraphDestroy(broken);
+      (void)cudaGetLastError();
+      throw;
+    }
+    cudaGraph_t g = nullptr;
+    GB_CHECK_CUDA(cudaStreamEndCapture(stream.get(), &g));
+    infer_graph = gpu::CudaGraph(g);
+    infer_graph_exec = infer_graph.instantiate();
+  }
+  GB_CHECK_CUDA(cudaGraphLaunch(infer_graph_exec.get(), stream.get()));
+  ++infers_enqueued;
+}
+
 void Trainer::Impl::make_synthetic_batch(std::uint64_t seed) {
   const Shape s = net.input_value()->shape;
   try {
@@ -356,6 +388,8 @@ StepResult Trainer::last_step() {
 std::size_t Trainer::evaluate(const DeviceBatch& batch, int count) {
   return impl_->evaluate(batch, count);
 }
+
+void Trainer::infer_synthetic() { impl_->infer_synthetic(); }
 
 void Trainer::set_learning_rate(float lr) { impl_->set_learning_rate(lr); }
 

@@ -98,6 +98,12 @@ class Trainer {
   // the images must still hold a whole batch (the forward pass reads all of it).
   std::size_t evaluate(const DeviceBatch& batch, int count);
 
+  // Inference throughput mode: one forward pass in inference mode (batch norm running
+  // statistics, no loss, no backward) over the synthetic batch, enqueued on stream() without
+  // host synchronisation. With cuda_graph the first call runs eagerly, the second is captured
+  // and later calls replay it (a graph of its own, beside the training step's).
+  void infer_synthetic();
+
   void set_learning_rate(float lr);
   std::size_t parameter_count() const;
   std::size_t parameter_bytes() const;

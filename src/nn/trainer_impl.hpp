@@ -35,6 +35,7 @@ class Trainer::Impl {
   void enqueue_step(const void* images, const std::int32_t* labels);
   StepState read_state();  // synchronises the stream
   std::size_t evaluate(const DeviceBatch& batch, int count);
+  void infer_synthetic();
   void make_synthetic_batch(std::uint64_t seed);
   void set_learning_rate(float lr);
   std::size_t device_bytes() const;
@@ -59,6 +60,9 @@ class Trainer::Impl {
   const void* graph_images = nullptr;
   const std::int32_t* graph_labels = nullptr;
   std::size_t steps_enqueued = 0;
+  gpu::CudaGraph infer_graph;
+  gpu::CudaGraphExec infer_graph_exec;
+  std::size_t infers_enqueued = 0;
 
   StepState* device_state() const { return state.as<StepState>(); }
 };

@@ -211,8 +211,13 @@ struct BatchSource::Host {
 // ---- BatchSource ----------------------------------------------------------------------------
 
 BatchSource::BatchSource(const SourceOptions& options) : options_(options) {
-  pipeline::validate(options_.pipeline);
   pipeline::PipelineOptions& po = options_.pipeline;
+  {
+    // decode='both' without a share: the share is measured below, once the GPU is open.
+    pipeline::PipelineOptions checked = po;
+    if (checked.decode == pipeline::DecodeMode::both && !checked.gpu_share) checked.gpu_share = 0.5;
+    pipeline::validate(checked);
+  }
   if (!options_.on_gpu && po.decode != pipeline::DecodeMode::cpu)
     throw Error(ErrorKind::usage, "decode='" + std::string(pipeline::to_string(po.decode)) +
                                       "' decodes on a GPU: it needs a CUDA device, not 'cpu'");
@@ -241,6 +246,12 @@ BatchSource::BatchSource(const SourceOptions& options) : options_(options) {
     // Everything below runs on the asked device and leaves the caller's current one as it was.
     DeviceScope scope(po.device);
     if (po.decode == pipeline::DecodeMode::both && !po.gpu_share) {
+      if (po.workers == 0) {
+        // The knee of the CPU path first: the share balances that path against nvJPEG.
+        po.decode = pipeline::DecodeMode::cpu;
+        choose_workers();
+        po.decode = pipeline::DecodeMode::both;
+      }
       std::string why_not;
       const auto share = pipeline::balanced_share(*dataset_, po, 4, why_not);
       if (!share) throw Error(ErrorKind::no_gpu, "decode='both': " + why_not);

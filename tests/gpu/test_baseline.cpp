@@ -2,17 +2,21 @@
 // watch sampler (watch/background) reads NVML while the engine trains ResNet-50 BF16 from a
 // tiny JPEG set through the loader, for a time bound instead of a step count
 // (TrainBenchOptions::max_timed_s). The GPU row's figure is measured and shows the GPU busy;
-// the data-wait share is reported; the time bound ends the timed steps.
+// the data-wait share is reported; the time bound ends the timed steps. And the inference
+// stage's pass (Trainer::infer_synthetic) against an eager forward pass.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <string>
 
 #include "bench/train.hpp"
 #include "data/synth.hpp"
+#include "nn/trainer_impl.hpp"
 #include "watch/background.hpp"
 
 namespace {
@@ -79,3 +83,43 @@ TEST(BaselineGpu, TrainingUnderTheInProcessWatchFillsTheGpuRow) {
 }
 
 }  // namespace
+
+// Trainer::infer_synthetic, the inference stage's pass: eager, then captured, then replayed, it
+// gives the logits of an eager forward pass in inference mode.
+TEST(BaselineGpu, InferenceGraphReplayMatchesTheEagerForwardPass) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
+  gb::nn::TrainerOptions o;
+  o.model = gb::Model::resnet50;
+  o.precision = gb::Precision::fp32;
+  o.batch = 8;
+  o.input = gb::nn::default_input(o.model);
+  o.cuda_graph = true;
+  gb::nn::Trainer::Impl impl(o);
+  impl.make_synthetic_batch(3);
+  auto logits = [&] {
+    const gb::nn::Value* out = impl.net.output();
+    std::vector<float> host(out->shape.elements());
+    EXPECT_EQ(out->dtype, gb::ElementType::f32);
+    EXPECT_EQ(cudaMemcpyAsync(host.data(), out->data, host.size() * sizeof(float),
+                              cudaMemcpyDeviceToHost, impl.stream.get()),
+              cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(impl.stream.get()), cudaSuccess);
+    return host;
+  };
+  impl.net.input_value()->data = impl.synthetic_images.data();
+  impl.net.forward(impl.ctx, false);
+  const std::vector<float> eager = logits();
+  for (int i = 0; i < 4; ++i) impl.infer_synthetic();  // eager, capture + launch, replays
+  const std::vector<float> replayed = logits();
+  ASSERT_EQ(eager.size(), replayed.size());
+  ASSERT_FALSE(eager.empty());
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < eager.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(replayed[i]));
+    worst = std::max(worst, static_cast<double>(std::fabs(eager[i] - replayed[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(eager[i])));
+  }
+  EXPECT_LE(worst, 1e-4 * std::max(1.0, scale));
+  EXPECT_EQ(impl.infers_enqueued, 4u);
+}

@@ -109,6 +109,14 @@ class Values(unittest.TestCase):
                     self.assertTrue(torch.equal(yg, yc))
                     self.assertGreater(psnr(xg, xc), 30)
 
+    def test_the_split_measures_its_share_when_none_is_given(self):
+        for kw in (dict(workers=2), dict(workers=None)):
+            with self.subTest(**kw):
+                l = loader(decode="both", dtype=torch.float32, **kw)
+                got = batches(l)
+                self.assertEqual(len(got), len(l))
+                self.assertEqual(got[0][0].device.type, "cuda")
+
     def test_gpu_decode_is_the_same_for_any_worker_count(self):
         one = batches(loader(decode="gpu", workers=1))
         three = batches(loader(decode="gpu", workers=3))

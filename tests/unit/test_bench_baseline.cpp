@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench/baseline.hpp"
+#include "bench/infer.hpp"
 #include "cli/baseline_cmd.hpp"
 #include "cli/suite_run.hpp"
 #include "core/cancel.hpp"
@@ -276,6 +277,8 @@ TEST(BaselineReport, ChecklistFirstWithEveryRowMeasured) {
       r.samples = {1.0};
       r.stats = gb::compute_stats(r.samples);
     }
+  // The identity of the machine running the test (host name, launcher) is not the run's.
+  std::erase_if(run.environment, [](const gb::Fact& f) { return f.key.rfind("run.", 0) == 0; });
   run.findings = gb::diagnose::diagnose_watch(run);  // they quote the run's duration
   run.checklist = gb::diagnose::build_checklist(run);
   ASSERT_EQ(run.checklist.size(), 5u);
@@ -341,7 +344,7 @@ TEST(BaselineCommand, WithoutAGpuTheCpuStagesRunAndTheRunExits3) {
   const auto o = gb::test::run_gpubase({"baseline", "--quick", "--data", set.string(),
                                         "--no-save", "--json", "-o", json.string()});
   EXPECT_EQ(o.code, 3) << o.err;
-  EXPECT_NE(o.err.find("baseline [2/4] input pipeline"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("baseline [2/5] input pipeline"), std::string::npos) << o.err;
   const gb::Run run = gb::cli::load_run(json);
   const gb::Result* knee = find(run.results, "loader.cpu.knee.workers");
   ASSERT_TRUE(knee && knee->value) << "the loader's CPU sweep ran";
@@ -423,4 +426,59 @@ TEST(BaselineCommand, RefusesWhileAnotherProcessUsesTheGpu) {
   unsetenv("GPUBASE_FAKE_NVML_SCENARIO");
   EXPECT_EQ(o.code, 4) << o.err;
   EXPECT_NE(o.err.find("is in use by"), std::string::npos) << o.err;
+}
+
+TEST(BaselineInfer, PassTimesBecomeImagesPerSecondAtTheMedian) {
+  gb::bench::InferMeasurement m{"resnet50", "bf16", 64};
+  m.pass_ms = {1.0, 2.0, 4.0};
+  const gb::Result r = gb::bench::infer_result(m);
+  EXPECT_EQ(r.key, "infer.resnet50.bf16.b64.images_per_s");
+  ASSERT_TRUE(r.value);
+  EXPECT_DOUBLE_EQ(*r.value, 64 * 1e3 / 2.0);
+  EXPECT_EQ(r.number_param("passes"), 3.0);
+  EXPECT_EQ(r.text_param("precision"), "bf16");
+}
+
+TEST(BaselineInfer, AnEngineErrorFailsTheConfigurationWithItsMessage) {
+  gb::bench::InferMeasurement m{"resnet50", "fp32", 64};
+  m.error = "out of device memory";
+  const gb::Result r = gb::bench::infer_result(m);
+  EXPECT_FALSE(r.value);
+  EXPECT_EQ(r.status, gb::Status::fail);
+  EXPECT_EQ(r.reason, "out of device memory");
+}
+
+TEST(BaselineInfer, WithoutAGpuEveryPrecisionIsSkippedWithTheReason) {
+  std::string no_gpu;
+  if (gb::bench::cuda_device_count(no_gpu) > 0) GTEST_SKIP() << "this machine has a GPU";
+  ResultSink sink;
+  const auto o = gb::bench::run_infer_bench({}, sink);
+  EXPECT_FALSE(o.gpu_found);
+  ASSERT_EQ(sink.results().size(), 3u);
+  for (const gb::Result& r : sink.results()) {
+    EXPECT_EQ(r.status, gb::Status::skipped);
+    EXPECT_EQ(r.reason, o.no_gpu_reason);
+  }
+}
+
+TEST(BaselineCommand, AJobsCudaActivityDataWaitFillsTheDataRow) {
+  gb::Run run;
+  run.checklist = gb::diagnose::build_checklist(run);  // every row skipped: nothing measured
+  gb::Run with = run;
+  gb::cli::explain_job_rows(run);
+  for (const gb::ChecklistRow& row : run.checklist)
+    if (row.id == "data_loading") {
+      EXPECT_EQ(row.status, gb::Status::skipped);
+      EXPECT_NE(row.evidence.find("not measurable from outside"), std::string::npos);
+    }
+  with.results.push_back(gb::Result::measured("watch.cuda.data_wait.pct",
+                                              "GPU idle waiting for data", "%", {31.0}, false));
+  gb::cli::explain_job_rows(with);
+  for (const gb::ChecklistRow& row : with.checklist)
+    if (row.id == "data_loading") {
+      EXPECT_EQ(row.status, gb::Status::fail);  // above the 25 % warn limit
+      EXPECT_EQ(row.measured, "31 %");
+      EXPECT_NE(row.evidence.find("watch.cuda.data_wait.pct"), std::string::npos);
+      EXPECT_FALSE(row.advice.empty());
+    }
 }

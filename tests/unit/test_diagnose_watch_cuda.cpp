@@ -240,3 +240,16 @@ TEST(DiagnoseWatchCuda, TheGpuRowOfTheChecklistNamesTheDataWait) {
   EXPECT_TRUE(contains(gpu->evidence, "cause: input-bound: the GPU waits for the next batch"))
       << gpu->evidence;
 }
+
+TEST(DiagnoseWatchCuda, TheDataLoadingRowIsTheWatchedJobsDataWait) {
+  gb::Run run = waiting_job();
+  add_cuda(run, 27, 3, 1);
+  run.findings = gb::diagnose::diagnose_watch(run);
+  const auto rows = gb::diagnose::build_checklist(run);
+  const gb::ChecklistRow* data = nullptr;
+  for (const auto& r : rows)
+    if (r.id == "data_loading") data = &r;
+  ASSERT_NE(data, nullptr);
+  EXPECT_EQ(data->status, gb::Status::fail);
+  EXPECT_TRUE(contains(data->evidence, "watch.cuda.data_wait.pct")) << data->evidence;
+}
