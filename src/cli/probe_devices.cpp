@@ -22,9 +22,9 @@ int run_probe_devices(const std::string& command, const bench::ProbeOptions& pro
     throw Error(ErrorKind::usage, "-o " + out.output_file +
                                       ": with several --devices give a file name with %g (the "
                                       "GPU index), e.g. runs/%N-gpu%g.json: one run file per GPU");
-  if (several && out.output_file.empty() && out.json)
-    throw Error(ErrorKind::usage, "--json with several --devices: give -o FILE with %g (one run "
-                                  "file per GPU, e.g. runs/%N-gpu%g.json)");
+  if (several && out.output_file.empty() && (out.json || out.html || out.csv))
+    throw Error(ErrorKind::usage, "--json, --html or --csv with several --devices: give -o FILE "
+                                  "with %g (one file per GPU, e.g. runs/%N-gpu%g.json)");
   // Without a GPU: one run that says why, as a probe without --devices does (exit 3).
   const bool no_gpu = devices.empty();
   if (no_gpu) devices.push_back(probe.device);

@@ -174,6 +174,7 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
   struct Slot {
     std::optional<ScannedRun> run;
     std::string error;
+    bool fleet_report = false;
     int worker = 0;
   };
   std::vector<Slot> slots(files.size());
@@ -190,6 +191,11 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
       const std::string_view text = read_file(files[i], buf, err);
       if (!err.empty()) {
         s.error = "cannot read: " + err;
+        continue;
+      }
+      // A merged report in the same folder (-o runs/fleet.json) is not a run nor unreadable.
+      if (text.substr(0, 256).find("\"gpubase.fleet\"") != std::string_view::npos) {
+        s.fleet_report = true;
         continue;
       }
       try {
@@ -214,10 +220,15 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
   std::vector<ScannedRun> runs;
   std::vector<std::string> names;
   std::vector<UnreadableFile> unreadable;
+  std::vector<std::string> fleet_reports;
   runs.reserve(files.size());
   names.reserve(files.size());
   for (std::size_t i = 0; i < slots.size(); ++i) {
     Slot& s = slots[i];
+    if (s.fleet_report) {
+      fleet_reports.push_back(files[i].string());
+      continue;
+    }
     if (!s.run) {
       unreadable.push_back({files[i].string(), s.error});
       continue;
@@ -228,6 +239,7 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
   }
   MergeReport report = merge_runs(std::move(runs), std::move(names), std::move(keys), options);
   report.unreadable = std::move(unreadable);
+  report.fleet_reports = std::move(fleet_reports);
   report.scan_seconds = std::chrono::duration<double>(t1 - t0).count();
   report.total_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

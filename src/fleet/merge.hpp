@@ -83,6 +83,9 @@ struct MergeReport {
   std::vector<Group> groups;             // largest first
   std::vector<FlaggedGpu> flagged;       // worst first
   std::vector<UnreadableFile> unreadable;
+  // Files that are fleet merge's own reports (schema "gpubase.fleet"), e.g. -o written into the
+  // runs' folder: left out, neither runs nor unreadable.
+  std::vector<std::string> fleet_reports;
   double scan_seconds = 0;
   double total_seconds = 0;
 };

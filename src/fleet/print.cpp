@@ -124,6 +124,10 @@ std::string render_terminal(const MergeReport& report, const PrintOptions& optio
                          "report)\n",
                          grouped(static_cast<double>(report.flagged.size() - shown)));
   }
+  if (!report.fleet_reports.empty())
+    out += fmt::format("\n{} fleet report{} left out (not runs): {}{}\n",
+                       report.fleet_reports.size(), report.fleet_reports.size() == 1 ? "" : "s",
+                       report.fleet_reports.front(), report.fleet_reports.size() > 1 ? ", ..." : "");
   if (!report.unreadable.empty()) {
     out += fmt::format("\n{}{} unreadable run file{}{} (their GPUs are not known to be healthy):\n",
                        red, report.unreadable.size(), report.unreadable.size() == 1 ? "" : "s",
@@ -193,6 +197,7 @@ Json to_json(const MergeReport& report) {
               {"gpus", gpu_runs(report)},
               {"runs_without_gpu", report.runs.size() - gpu_runs(report)},
               {"flagged_count", report.flagged.size()},
+              {"fleet_reports_left_out", report.fleet_reports.size()},
               {"groups", groups},
               {"flagged", flagged},
               {"unreadable", unreadable}};

@@ -415,6 +415,22 @@ TEST_F(FleetCommand, AnUnreadableFileIsListedAndFailsTheMerge) {
   EXPECT_TRUE(j["flagged"].empty());
 }
 
+TEST_F(FleetCommand, AMergedReportWrittenIntoTheRunsFolderIsLeftOutNextTime) {
+  write_node(node());
+  const auto out = dir / "runs" / "fleet.json";
+  EXPECT_EQ(cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(),
+                                 (dir / "runs").string()}),
+            0);
+  EXPECT_EQ(cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(),
+                                 (dir / "runs").string()}),
+            0);
+  std::ifstream in(out);
+  const Json j = Json::parse(in);
+  EXPECT_EQ(j["run_files"], 8);
+  EXPECT_EQ(j["fleet_reports_left_out"], 1);
+  EXPECT_TRUE(j["unreadable"].empty());
+}
+
 TEST_F(FleetCommand, NamedFilesAndFoldersMix) {
   auto gpus = node();
   write_node(gpus);
