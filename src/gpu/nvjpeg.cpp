@@ -225,6 +225,7 @@ NvjpegDecoder::~NvjpegDecoder() {
 }
 
 NvjpegDecoder::HeaderParser::HeaderParser(const NvjpegDecoder& decoder) : decoder_(&decoder) {
+  const std::lock_guard lock(decoder.api_mutex_);
   GB_CHECK_NVJPEG(decoder.library_->api().stream_create(decoder.handle_, &stream_));
 }
 
@@ -233,7 +234,10 @@ NvjpegDecoder::HeaderParser::HeaderParser(HeaderParser&& o) noexcept
 
 NvjpegDecoder::HeaderParser& NvjpegDecoder::HeaderParser::operator=(HeaderParser&& o) noexcept {
   if (this != &o) {
-    if (stream_) GB_CHECK_NVJPEG_NOTHROW(decoder_->library_->api().stream_destroy(stream_));
+    if (stream_) {
+      const std::lock_guard lock(decoder_->api_mutex_);
+      GB_CHECK_NVJPEG_NOTHROW(decoder_->library_->api().stream_destroy(stream_));
+    }
     decoder_ = o.decoder_;
     stream_ = std::exchange(o.stream_, nullptr);
   }
@@ -241,7 +245,9 @@ NvjpegDecoder::HeaderParser& NvjpegDecoder::HeaderParser::operator=(HeaderParser
 }
 
 NvjpegDecoder::HeaderParser::~HeaderParser() {
-  if (stream_) GB_CHECK_NVJPEG_NOTHROW(decoder_->library_->api().stream_destroy(stream_));
+  if (!stream_) return;
+  const std::lock_guard lock(decoder_->api_mutex_);
+  GB_CHECK_NVJPEG_NOTHROW(decoder_->library_->api().stream_destroy(stream_));
 }
 
 NvjpegDecoder::HeaderParser NvjpegDecoder::header_parser() const {
@@ -250,6 +256,7 @@ NvjpegDecoder::HeaderParser NvjpegDecoder::header_parser() const {
 
 JpegHeader NvjpegDecoder::HeaderParser::parse(std::span<const std::uint8_t> jpeg) {
   const auto& a = decoder_->library_->api();
+  const std::lock_guard lock(decoder_->api_mutex_);
   JpegHeader h;
   const int rc = a.stream_parse_header(decoder_->handle_, jpeg.data(), jpeg.size(), stream_);
   if (rc != api::NVJPEG_STATUS_SUCCESS) {
@@ -311,6 +318,7 @@ bool NvjpegDecoder::decode_single(const Image& im, cudaStream_t stream, std::str
 void NvjpegDecoder::decode(std::span<const Image> images, cudaStream_t stream,
                            DecodeStatus& status) {
   const auto& a = library_->api();
+  const std::lock_guard lock(api_mutex_);  // held through the single decodes too
   status.ok.assign(images.size(), 0);
   status.reason.assign(images.size(), std::string());
   status.single_decodes = 0;

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -162,6 +163,12 @@ class NvjpegDecoder {
   NvjpegBackend backend_ = NvjpegBackend::default_backend;
   std::string fallback_reason_;
   nvjpeg_api::nvjpegHandle_t handle_ = nullptr;
+  // Serialises every call on handle_: the loader's workers parse headers (and ask the hardware
+  // decoder whether it takes them) while the consumer runs the batched decode on the same handle.
+  // The pipeline hung for good (Ctrl-C included) right after its first batch with such
+  // concurrent calls; serialised, no call can meet another inside the library. A header parse
+  // is a few microseconds, so the lock costs the workers little.
+  mutable std::mutex api_mutex_;
   nvjpeg_api::nvjpegJpegState_t batched_state_ = nullptr;
   int batched_size_ = -1;  // the size nvjpegDecodeBatchedInitialize was last called with
   // Single-image decodes: the DEFAULT backend, made on first need.

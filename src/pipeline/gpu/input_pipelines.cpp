@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.hpp"
+#include "core/cancel_wait.hpp"
 #include "core/error.hpp"
 #include "gpu/check.hpp"
 #include "pipeline/gpu/device_feeder.hpp"
@@ -150,6 +152,11 @@ bool event_done(const gpu::Event& e) {
   return true;
 }
 
+// cudaEventSynchronize, but Ctrl-C ends it (a signal handler cannot wake the driver's wait).
+void wait_event(const gpu::Event& e) {
+  wait_cancellable([&e] { return event_done(e); });
+}
+
 data::SlotAllocator pinned_slots() {
   return DeviceFeeder::pinned_slot_allocator();
 }
@@ -181,7 +188,7 @@ class NvjpegPipeline final : public PipelineBase {
   void drain() override {
     while (!in_flight_.empty()) {
       Entry& e = in_flight_.front();
-      e.s.done.synchronize();
+      wait_event(e.s.done);
       if (!e.released) loader_.release(e.s.batch);
       account(e);
       in_flight_.pop_front();
@@ -280,13 +287,13 @@ std::optional<DeviceBatch> NvjpegPipeline::take(cudaStream_t stream, void* image
   for (Entry& e : in_flight_) {
     if (held < max_in_flight_) break;
     if (e.released) continue;
-    e.s.decoded.synchronize();
+    wait_event(e.s.decoded);
     loader_.release(e.s.batch);
     e.released = true;
     --held;
   }
   while (in_flight_.size() > max_in_flight_ + 2) {
-    in_flight_.front().s.done.synchronize();
+    wait_event(in_flight_.front().s.done);
     release_finished();
   }
   const auto b = next_batch(loader_, epoch_);

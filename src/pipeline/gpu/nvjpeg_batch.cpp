@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "core/cancel.hpp"
+#include "core/cancel_wait.hpp"
 #include "core/error.hpp"
 #include "data/augment.hpp"
 #include "data/decode.hpp"
@@ -26,6 +28,16 @@ constexpr std::size_t kArenaAlign = 256;
 
 std::size_t image_bytes(const SlotRecord& r) {
   return static_cast<std::size_t>(r.width) * static_cast<std::size_t>(r.height) * 3;
+}
+
+// cudaEventSynchronize, but Ctrl-C ends it (a signal handler cannot wake the driver's wait).
+void wait_event(const gpu::Event& e) {
+  wait_cancellable([&e] {
+    const cudaError_t rc = cudaEventQuery(e.get());
+    if (rc == cudaErrorNotReady) return false;
+    GB_CHECK_CUDA(rc);
+    return true;
+  });
 }
 
 }  // namespace
@@ -105,7 +117,7 @@ void NvjpegBatchStage::lay_out(const data::Batch& b, int a) {
   }
   if (total > arena_[a].bytes()) {
     // The consumer's kernel may still read the old arena.
-    if (used_[a]) consumed_[a].synchronize();
+    if (used_[a]) wait_event(consumed_[a]);
     arena_[a] = gpu::DeviceBuffer(total + total / 4);
     ++arena_grows_;
   }
@@ -198,7 +210,10 @@ NvjpegBatchStage::Submitted NvjpegBatchStage::submit(const data::Batch& b, cudaS
   Submitted s{b, gpu::Event::create(), gpu::Event::create(), gpu::Event::create(),
               gpu::Event::create()};
   lay_out(b, a);
-  // Arena a, its items and labels are rewritten only once the consumer has read them.
+  // Arena a, its items and labels are rewritten only once the consumer has read them. The
+  // hardware backend's batched decode writes its outputs when called, without waiting for the
+  // work queued before it on the stream, so there the host waits (a batch ago: mostly done).
+  if (used_[a] && decoder_.backend() == gpu::NvjpegBackend::hardware) wait_event(consumed_[a]);
   if (used_[a]) GB_CHECK_CUDA(cudaStreamWaitEvent(stream_.get(), consumed_[a].get(), 0));
   used_[a] = true;
   enqueue_decode(b, a, s);
@@ -230,7 +245,9 @@ std::vector<float> NvjpegBatchStage::last_as_f32(std::size_t count) {
   std::vector<float> host(elements);
   GB_CHECK_CUDA(cudaMemcpyAsync(host.data(), out.data(), elements * sizeof(float),
                                 cudaMemcpyDeviceToHost, stream_.get()));
-  GB_CHECK_CUDA(cudaStreamSynchronize(stream_.get()));
+  const gpu::Event copied = gpu::Event::create(cudaEventDisableTiming);
+  copied.record(stream_.get());
+  wait_event(copied);
   return host;
 }
 
