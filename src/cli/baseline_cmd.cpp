@@ -399,23 +399,8 @@ bench::BaselineStage job_stage(const BaselineCli& cli, std::optional<int>& job_e
             watch::WatchOptions o;
             o.command = cli.command;
             o.device = cli.device;
-            WatchView view(cli.out.quiet ? ViewMode::none : ViewMode::automatic, title);
-            watch::WatchHooks hooks;
-            hooks.on_started = [](int pid) { set_signal_forward_pid(pid); };
-            hooks.on_sample = [&](const watch::WatchSample& s) { view.show(s); };
-            hooks.on_progress = [&](const std::string& line) {
-              if (!cli.out.quiet) view.note(line);
-            };
-            watch::WatchOutcome w;
-            try {
-              w = watch::run_watch(o, hooks);
-            } catch (...) {
-              set_signal_forward_pid(0);
-              view.close();
-              throw;
-            }
-            set_signal_forward_pid(0);
-            view.close();
+            watch::WatchOutcome w = run_watch_with_view(
+                o, cli.out.quiet ? ViewMode::none : ViewMode::automatic, title, cli.out.quiet);
             for (Fact& f : w.facts) sink.add_fact(std::move(f));
             for (Result& r : w.results) sink.add(std::move(r));
             if (w.exit && w.exit->shell_code() != 0) job_exit = w.exit->shell_code();

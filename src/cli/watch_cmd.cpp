@@ -92,26 +92,7 @@ int run_watch_command(const WatchCli& cli) {
                                               t += (t.empty() ? "" : " ") + a;
                                             return t;
                                           }();
-  WatchView view(mode, title);
-  watch::WatchHooks hooks;
-  hooks.on_started = [&](int pid) {
-    if (!options.pid) set_signal_forward_pid(pid);  // an attached process is not ours to signal
-  };
-  hooks.on_sample = [&](const watch::WatchSample& s) { view.show(s); };
-  hooks.on_progress = [&](const std::string& line) {
-    if (!cli.out.quiet) view.note(line);
-  };
-
-  watch::WatchOutcome outcome;
-  try {
-    outcome = watch::run_watch(options, hooks);
-  } catch (...) {
-    set_signal_forward_pid(0);
-    view.close();
-    throw;
-  }
-  set_signal_forward_pid(0);
-  view.close();
+  watch::WatchOutcome outcome = run_watch_with_view(options, mode, title, cli.out.quiet);
 
   // The watch goes through the same sink, diagnosis, printing and saving as every suite. A
   // watch without a GPU is still a run (a CPU job is watched all the same): not exit code 3.

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/signals.hpp"
 #include "core/error.hpp"
 #include "watch/live_view.hpp"
 
@@ -110,6 +111,30 @@ void WatchView::note(const std::string& line) {
 
 void WatchView::close() {
   if (mode_ == ViewMode::panel) teardown_panel();
+}
+
+watch::WatchOutcome run_watch_with_view(const watch::WatchOptions& options, ViewMode mode,
+                                        const std::string& title, bool quiet) {
+  WatchView view(mode, title);
+  watch::WatchHooks hooks;
+  hooks.on_started = [&](int pid) {
+    if (!options.pid) set_signal_forward_pid(pid);  // an attached process is not ours to signal
+  };
+  hooks.on_sample = [&](const watch::WatchSample& s) { view.show(s); };
+  hooks.on_progress = [&](const std::string& line) {
+    if (!quiet) view.note(line);
+  };
+  watch::WatchOutcome outcome;
+  try {
+    outcome = watch::run_watch(options, hooks);
+  } catch (...) {
+    set_signal_forward_pid(0);
+    view.close();
+    throw;
+  }
+  set_signal_forward_pid(0);
+  view.close();
+  return outcome;
 }
 
 }  // namespace gb::cli

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "watch/sample.hpp"
+#include "watch/watch.hpp"
 
 namespace gb::cli {
 
@@ -33,5 +34,11 @@ class WatchView {
   int panel_rows_ = 0;  // terminal height the scroll region was set for; 0 = none
   int width_ = 100;
 };
+
+// Runs the watch of `options` with this view on stderr (progress notes inside it unless `quiet`);
+// a job started here gets our Ctrl-C forwarded, an attached process does not. The view is
+// closed and the forwarding ended however the watch ends.
+watch::WatchOutcome run_watch_with_view(const watch::WatchOptions& options, ViewMode mode,
+                                        const std::string& title, bool quiet);
 
 }  // namespace gb::cli

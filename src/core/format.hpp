@@ -1,8 +1,9 @@
 // core/format.hpp: the two number spellings progress lines and descriptive params share
-// ("0.834", "12,345"). Result values, numeric params and facts stay numbers; the printers in
-// report/ format those.
+// ("0.834", "12,345"), and the one HTML escape the HTML printers share. Result values, numeric
+// params and facts stay numbers; the printers in report/ format those.
 #pragma once
 #include <string>
+#include <string_view>
 
 namespace gb {
 
@@ -10,5 +11,7 @@ namespace gb {
 std::string fixed(double v, int decimals);
 // Rounded to an integer, thousands grouped: 25557032 -> "25,557,032".
 std::string grouped(double v);
+// Text safe inside HTML elements and quoted attributes: & < > " ' as entities.
+std::string html_escape(std::string_view text);
 
 }  // namespace gb

@@ -3,6 +3,8 @@
 // (the full text in a <title> for hover) and by reserving columns for values.
 #include "report/html_svg.hpp"
 
+#include "core/format.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -119,21 +121,7 @@ std::string text_el(double x, double y, std::string_view cls, std::string_view a
 
 }  // namespace
 
-std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string escape(std::string_view text) { return html_escape(text); }
 
 std::string duration_text(double s) {
   if (s < 120) return format_number(s) + " s";
