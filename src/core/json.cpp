@@ -248,7 +248,10 @@ Json to_json(const Run& run) {
 }
 
 Run run_from_json(const Json& j) {
-  if (!j.is_object() || j.value("schema", "") != "gpubase.run")
+  // Every field is checked for its type before it is read: a run file is user input, and a
+  // type error escaping from here would be an "internal error" instead of a usage error.
+  if (!j.is_object() || !j.contains("schema") || !j.at("schema").is_string() ||
+      j.at("schema").get<std::string>() != "gpubase.run")
     throw Error(ErrorKind::usage, "not a gpubase run file (missing \"schema\": \"gpubase.run\")");
   if (!j.contains("schema_version") || !j.at("schema_version").is_number_integer())
     throw Error(ErrorKind::usage, "run file: \"schema_version\" must be an integer");
