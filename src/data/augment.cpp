@@ -26,7 +26,17 @@ int round_half_even(double v) {
 // function multiversioning): a clone of the same source (GB_CLONE_AVX2), or a hand-vectorised
 // version beside the portable one (GB_AVX2_VERSION, GB_DEFAULT_VERSION). Elsewhere (aarch64
 // hosts), the one portable version.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// ThreadSanitizer instruments the ifunc resolvers that pick a version, and they run before its
+// runtime starts (the binary crashes at load): under TSan, the one portable version.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GB_UNDER_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define GB_UNDER_TSAN 1
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(GB_UNDER_TSAN)
 #define GB_X86_MULTIVERSION 1
 #define GB_CLONE_AVX2 __attribute__((target_clones("avx2", "default")))
 #define GB_AVX2_VERSION __attribute__((target("avx2")))

@@ -223,7 +223,8 @@ TEST(TrainResults, AFedRunSaysWhichDecodeModeFedIt) {
   m.data_decode = "cpu";
   m.data_gpu_share.reset();
   m.data_nvjpeg_backend.clear();
-  const Result* cpu = find(train_results(m), "train.resnet50.bf16.b256.images_per_s");
+  const std::vector<Result> cpu_results = train_results(m);  // find() points into it
+  const Result* cpu = find(cpu_results, "train.resnet50.bf16.b256.images_per_s");
   ASSERT_TRUE(cpu);
   EXPECT_EQ(cpu->text_param("decode"), "cpu");
   EXPECT_FALSE(cpu->find_param("gpu_share_pct"));
