@@ -18,6 +18,7 @@
 // heuristic instead of measuring them; GPUBASE_NN_NO_BN_FUSION=1 disables the fused batch norm.
 #include "nn/trainer_impl.hpp"
 
+#include <functional>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,28 @@
 #include "nn/models.hpp"
 
 namespace gb::nn {
+
+namespace {
+
+// The work `enqueue` puts on `stream`, captured as a graph; a failed capture is ended and
+// dropped, the error rethrown.
+gpu::CudaGraph capture_graph(cudaStream_t stream, const std::function<void()>& enqueue) {
+  GB_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    (void)cudaStreamEndCapture(stream, &broken);
+    if (broken) (void)cudaGraphDestroy(broken);
+    (void)cudaGetLastError();
+    throw;
+  }
+  cudaGraph_t g = nullptr;
+  GB_CHECK_CUDA(cudaStreamEndCapture(stream, &g));
+  return gpu::CudaGraph(g);
+}
+
+}  // namespace
 
 InputShape default_input(Model m) {
   if (m == Model::small_resnet) return InputShape{1, 28, 28, 10};
@@ -225,19 +248,7 @@ void Trainer::Impl::train_step(const DeviceBatch& batch) {
     return;
   }
   if (!graph_exec) {
-    GB_CHECK_CUDA(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-    try {
-      enqueue_step(batch.images, batch.labels);
-    } catch (...) {
-      cudaGraph_t broken = nullptr;
-      (void)cudaStreamEndCapture(stream.get(), &broken);
-      if (broken) (void)cudaGraphDestroy(broken);
-      (void)cudaGetLastError();
-      throw;
-    }
-    cudaGraph_t g = nullptr;
-    GB_CHECK_CUDA(cudaStreamEndCapture(stream.get(), &g));
-    graph = gpu::CudaGraph(g);
+    graph = capture_graph(stream.get(), [&] { enqueue_step(batch.images, batch.labels); });
     graph_exec = graph.instantiate();
     graph_images = batch.images;
     graph_labels = batch.labels;
@@ -286,19 +297,7 @@ void Trainer::Impl::infer_synthetic() {
     return;
   }
   if (!infer_graph_exec) {
-    GB_CHECK_CUDA(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-    try {
-      enqueue();
-    } catch (...) {
-      cudaGraph_t broken = nullptr;
-      (void)cudaStreamEndCapture(stream.get(), &broken);
-      if (broken) (void)cudaGraphDestroy(broken);
-      (void)cudaGetLastError();
-      throw;
-    }
-    cudaGraph_t g = nullptr;
-    GB_CHECK_CUDA(cudaStreamEndCapture(stream.get(), &g));
-    infer_graph = gpu::CudaGraph(g);
+    infer_graph = capture_graph(stream.get(), enqueue);
     infer_graph_exec = infer_graph.instantiate();
   }
   GB_CHECK_CUDA(cudaGraphLaunch(infer_graph_exec.get(), stream.get()));
