@@ -21,7 +21,8 @@ Every training job marks its steps with NVTX ranges (data, forward, backward, op
 `watch` reports as watch.cuda.nvtx.*.
 
 Jobs (model: torchvision ResNet-18 unless said; data in memory or made by --make-data):
-  well_fed        8 workers, cheap samples, batch 128, pinned, bf16: GPU-bound
+  well_fed        ResNet-50 at 224 px, 8 workers, cheap samples, batch 128, pinned, bf16:
+                  GPU-bound
   starved_worker  1 worker, costly CPU augmentation per sample: input_wait
   small_batch     batch 4, no workers: the launching thread is the limit
   sync_disk       the main process reads every sample from a file with the page cache dropped
@@ -29,7 +30,7 @@ Jobs (model: torchvision ResNet-18 unless said; data in memory or made by --make
   many_workers    3 x cores workers decoding and augmenting JPEGs (PIL) from a small set:
                   workers_oversubscribed / input_wait
   pageable        pin_memory=False, large float32 batches, a light model: pageable_copies
-  host_sync       loss.item() and a print every step with a small model: host_sync
+  host_sync       loss.item() and a print every step: host_sync
   tiny_kernels    hundreds of elementwise ops on tiny tensors per step: tiny_kernels
   gpu_shared      well_fed while a second process runs GEMMs on the same GPU: gpu_shared
 Not in the corpus (overhead and cross-checks):
@@ -216,7 +217,11 @@ def config(job, data):
     cores = len(os.sched_getaffinity(0))
     c = dict(batch=128, workers=8, work=0, size=112, n=4096, pin=True, sync_each_step=False,
              files=None, photos=None, persistent=True, model="resnet18")
-    if job == "starved_worker":
+    if job in ("well_fed", "gpu_shared"):
+        # ResNet-50 at 224 px: ~22 ms of GPU work a step at batch 128, far more than the
+        # workers need to hand over a batch, so the GPU stays busy.
+        c.update(size=224, model="resnet50")
+    elif job == "starved_worker":
         c.update(workers=1, work=40)
     elif job == "small_batch":
         c.update(batch=4, workers=0)
@@ -230,13 +235,17 @@ def config(job, data):
     elif job == "pageable":
         c.update(pin=False, batch=512, size=160, model="tiny")
     elif job == "host_sync":
-        c.update(sync_each_step=True, model="tiny", batch=64)
+        # ResNet-18 launches ~600 kernels a step: after each .item() the drained GPU waits
+        # for the host to launch the next step.
+        c.update(sync_each_step=True, batch=64)
     return c
 
 
 def model_for(name):
     import torch
     import torchvision
+    if name == "resnet50":
+        return torchvision.models.resnet50(num_classes=10)
     if name == "tiny":
         return torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, stride=2), torch.nn.ReLU(),
                                    torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
