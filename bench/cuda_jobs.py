@@ -2,27 +2,44 @@
 """A corpus of PyTorch jobs for checking what `gpubase watch` finds inside a job
 (bench/cupti_check.sh). Each job has the finding it must get; `--list` prints them as JSON.
 
-  python3 bench/cuda_jobs.py --job NAME [--seconds 15] [--ground-truth OUT.json] [--stats OUT.json]
+  python3 bench/cuda_jobs.py --make-data DIR          # once: files for sync_disk, JPEGs
+  python3 bench/cuda_jobs.py --job NAME --data DIR [--seconds 28] [--ground-truth OUT.json]
+                             [--stats OUT.json] [--profile OUT.json]
 
---ground-truth: the job times its own data wait -- wall time spent in next(loader_iter) with
-the GPU synchronized at every step boundary -- and writes {"data_wait_pct": ...}. Run it as a
-separate run: the syncs change the job.
---stats: writes {"images_per_s": ..., "steps": ...} measured after a warm-up (overhead runs).
+--seconds: how long the job's loop runs, counted from the end of its set-up (imports, model
+build); the process lives a few seconds longer.
+--ground-truth: the job times its own data wait -- wall time spent in next(loader_iter) with the
+GPU synchronized at every step boundary -- over the same steady window `watch` judges (from
+WARMUP_S after the model's first GPU work to the end), and writes {"data_wait_pct": ...}. Run it
+as a separate run: the syncs change the job.
+--stats: writes {"images_per_s": ..., "steps": ...} measured after a warm-up (overhead runs);
+the duty-cycle job adds its GPU busy share from CUDA events.
+--profile (duty_cycle only): the GPU busy share from the PyTorch profiler's kernel records over
+a window in the middle of the run (a run of its own: the profiler is a CUPTI client too).
 
-Jobs (model: torchvision ResNet-18 unless said; data made in memory, no downloads):
-  well_fed        8 workers, cheap samples, batch 128, pinned, bf16: GPU-bound
+Every training job marks its steps with NVTX ranges (data, forward, backward, optimizer), which
+`watch` reports as watch.cuda.nvtx.*.
+
+Jobs (model: torchvision ResNet-18 unless said; data in memory or made by --make-data):
+  well_fed        ResNet-50 at 224 px, 8 workers, cheap samples, batch 128, pinned, bf16:
+                  GPU-bound
   starved_worker  1 worker, costly CPU augmentation per sample: input_wait
   small_batch     batch 4, no workers: the launching thread is the limit
-  sync_disk       the main process reads every sample from files with the page cache
-                  dropped (posix_fadvise DONTNEED), one read at a time: storage_bound
-  many_workers    3 x cores workers with costly samples contending for the cores: input-bound
+  sync_disk       the main process reads every sample from a file with the page cache dropped
+                  (posix_fadvise DONTNEED), one read at a time: storage_bound
+  many_workers    3 x cores workers decoding and augmenting JPEGs (PIL) from a small set:
+                  workers_oversubscribed / input_wait
   pageable        pin_memory=False, large float32 batches, a light model: pageable_copies
-  host_sync       loss.item() and a print every step with a small model: host_sync
+  host_sync       loss.item() and a print every step: host_sync
   tiny_kernels    hundreds of elementwise ops on tiny tensors per step: tiny_kernels
   gpu_shared      well_fed while a second process runs GEMMs on the same GPU: gpu_shared
-  resnet50        eager ResNet-50, batch 256, bf16 autocast, data made on the GPU (overhead)
+Not in the corpus (overhead and cross-checks):
+  resnet50        eager ResNet-50, batch 256, bf16 autocast, data made on the GPU
+  resnet50_graph  the same training step captured once in a CUDA graph and replayed
+  duty_cycle      bursts of GEMMs (timed with CUDA events) and host sleeps: ~50 % GPU busy
 """
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -41,14 +58,21 @@ EXPECTED = {
     "tiny_kernels": ["tiny_kernels"],
     "gpu_shared": ["gpu_shared"],
 }
+OTHER_JOBS = ("resnet50", "resnet50_graph", "duty_cycle", "gemm_neighbour")
+WARMUP_S = 5.0  # watch's warm-up after the first GPU work (src/watch/steady_window.hpp)
+RAW_FILES, RAW_SIZE = 1024, 112  # sync_disk: 1024 files of 3 x 112 x 112 bytes
+JPEG_FILES = 512                 # many_workers: a small set of 500 x 375 photos' size
 
 
 def parse():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--job")
-    p.add_argument("--seconds", type=float, default=15.0)
+    p.add_argument("--seconds", type=float, default=28.0)
+    p.add_argument("--data", metavar="DIR", help="made by --make-data (else made per run)")
+    p.add_argument("--make-data", metavar="DIR")
     p.add_argument("--ground-truth", metavar="OUT.json")
     p.add_argument("--stats", metavar="OUT.json")
+    p.add_argument("--profile", metavar="OUT.json")
     p.add_argument("--list", action="store_true", help="print the jobs and their expected findings")
     return p.parse_args()
 
@@ -58,7 +82,12 @@ def main():
     if a.list:
         print(json.dumps(EXPECTED))
         return 0
-    if a.job not in EXPECTED and a.job not in ("resnet50", "gemm_neighbour"):
+    if a.make_data:
+        t = time.time()
+        make_data(a.make_data)
+        print(f"data in {a.make_data}: {time.time() - t:.1f} s", file=sys.stderr)
+        return 0
+    if a.job not in EXPECTED and a.job not in OTHER_JOBS:
         print(f"unknown job {a.job}; --list names them", file=sys.stderr)
         return 2
     import torch  # noqa: imported late so --list works without PyTorch
@@ -67,7 +96,11 @@ def main():
     if a.job == "gemm_neighbour":
         return gemm_neighbour(a.seconds)
     if a.job == "resnet50":
-        return resnet50(a)
+        return resnet50(a, graph=False)
+    if a.job == "resnet50_graph":
+        return resnet50(a, graph=True)
+    if a.job == "duty_cycle":
+        return duty_cycle(a)
     if a.job == "tiny_kernels":
         return tiny_kernels(a)
     if a.job == "gpu_shared":
@@ -79,17 +112,52 @@ def main():
     return train(a)
 
 
-def gemm_neighbour(seconds):
-    """Another process on the same GPU: back-to-back GEMMs."""
-    import torch
-    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    end = time.time() + seconds
-    while time.time() < end:
-        for _ in range(20):
-            y = x @ x
-        torch.cuda.synchronize()
-    del y
-    return 0
+# --- data ---------------------------------------------------------------------------------
+
+def drop_cache(paths):
+    os.sync()  # written back, so DONTNEED can drop the pages
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+
+def make_data(d):
+    """Raw sample files for sync_disk and JPEGs for many_workers, made once and reused. Skips
+    what is already there."""
+    raw = os.path.join(d, "raw")
+    jpg = os.path.join(d, "jpeg")
+    os.makedirs(raw, exist_ok=True)
+    os.makedirs(jpg, exist_ok=True)
+    paths = []
+    for i in range(RAW_FILES):
+        p = os.path.join(raw, f"{i:05d}.bin")
+        if not os.path.exists(p):
+            with open(p, "wb") as f:
+                f.write(os.urandom(3 * RAW_SIZE * RAW_SIZE))
+        paths.append(p)
+    drop_cache(paths)
+    if len(os.listdir(jpg)) < JPEG_FILES:
+        import numpy as np
+        from PIL import Image
+        rng = np.random.default_rng(0)
+        yy, xx = np.mgrid[0:375, 0:500]
+        for i in range(JPEG_FILES):
+            # Smooth colour fields plus noise: photo-like entropy, ~60-90 KB per file.
+            phase = rng.uniform(0, 6.28, 3)
+            img = np.stack([127 + 100 * np.sin(xx / (30 + 7 * c) + yy / (41 + 5 * c) + phase[c])
+                            for c in range(3)], axis=-1)
+            img += rng.normal(0, 18, img.shape)
+            Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(
+                os.path.join(jpg, f"{i:05d}.jpg"), quality=90)
+
+
+def data_dir(a):
+    if a.data and os.path.isdir(os.path.join(a.data, "raw")):
+        return a.data, False
+    d = tempfile.mkdtemp(prefix="gb_cuda_jobs_")
+    make_data(d)
+    return d, True
 
 
 class Samples:
@@ -124,45 +192,60 @@ class Samples:
         return x, i % 10
 
 
-def make_files(n, size):
-    d = tempfile.mkdtemp(prefix="gb_cuda_jobs_")
-    paths = []
-    blob = os.urandom(3 * size * size)
-    for i in range(n):
-        p = os.path.join(d, f"{i:05d}.bin")
-        with open(p, "wb") as f:
-            f.write(blob)
-        paths.append(p)
-    os.sync()  # written back, so DONTNEED can drop the pages
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
-    return paths
+class Photos:
+    """n samples from a small set of JPEGs: PIL decode, RandomResizedCrop(224), flip,
+    normalize -- what an ImageFolder pipeline does per image."""
+
+    def __init__(self, n, paths):
+        import torchvision.transforms as T
+        self.n, self.paths = n, paths
+        self.t = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
+                            T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        from PIL import Image
+        with Image.open(self.paths[i % len(self.paths)]) as im:
+            return self.t(im.convert("RGB")), i % 10
 
 
-def config(job):
+# --- training jobs ------------------------------------------------------------------------
+
+def config(job, data):
     cores = len(os.sched_getaffinity(0))
     c = dict(batch=128, workers=8, work=0, size=112, n=4096, pin=True, sync_each_step=False,
-             files=None, persistent=True, model="resnet18")
-    if job == "starved_worker":
+             files=None, photos=None, persistent=True, model="resnet18")
+    if job in ("well_fed", "gpu_shared"):
+        # ResNet-50 at 224 px: ~22 ms of GPU work a step at batch 128, far more than the
+        # workers need to hand over a batch, so the GPU stays busy.
+        c.update(size=224, model="resnet50")
+    elif job == "starved_worker":
         c.update(workers=1, work=40)
     elif job == "small_batch":
         c.update(batch=4, workers=0)
     elif job == "sync_disk":
-        c.update(workers=0, batch=32, files=make_files(1024, 112))
+        raw = os.path.join(data, "raw")
+        c.update(workers=0, batch=32, files=sorted(os.path.join(raw, f) for f in os.listdir(raw)))
     elif job == "many_workers":
-        c.update(workers=3 * cores, work=30, n=8192)
+        jpg = os.path.join(data, "jpeg")
+        c.update(workers=3 * cores, batch=64, n=4096,
+                 photos=sorted(os.path.join(jpg, f) for f in os.listdir(jpg)))
     elif job == "pageable":
         c.update(pin=False, batch=512, size=160, model="tiny")
     elif job == "host_sync":
-        c.update(sync_each_step=True, model="tiny", batch=64)
+        # ResNet-18 launches ~600 kernels a step: after each .item() the drained GPU waits
+        # for the host to launch the next step.
+        c.update(sync_each_step=True, batch=64)
     return c
 
 
 def model_for(name):
     import torch
     import torchvision
+    if name == "resnet50":
+        return torchvision.models.resnet50(num_classes=10)
     if name == "tiny":
         return torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, stride=2), torch.nn.ReLU(),
                                    torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
@@ -170,18 +253,35 @@ def model_for(name):
     return torchvision.models.resnet18(num_classes=10)
 
 
+@contextlib.contextmanager
+def nvtx(name):
+    import torch
+    torch.cuda.nvtx.range_push(name)
+    try:
+        yield
+    finally:
+        torch.cuda.nvtx.range_pop()
+
+
 def train(a):
     import torch
     from torch.utils.data import DataLoader
-    c = config(a.job)
-    ds = Samples(c["n"], c["size"], c["work"], c["files"])
+    data, made = data_dir(a) if a.job in ("sync_disk", "many_workers") else (None, False)
+    c = config(a.job, data)
+    ds = Photos(c["n"], c["photos"]) if c["photos"] else Samples(c["n"], c["size"], c["work"],
+                                                                 c["files"])
     loader = DataLoader(ds, batch_size=c["batch"], shuffle=True, num_workers=c["workers"],
                         pin_memory=c["pin"], drop_last=True,
                         persistent_workers=c["persistent"] and c["workers"] > 0)
     model = model_for(c["model"]).cuda().to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    torch.cuda.synchronize()
+    # watch's steady window starts WARMUP_S after the first GPU work (the model's copies and
+    # layout kernels above); the ground truth counts from the same moment.
     gt = a.ground_truth is not None
-    wait_s, start, steps, images = 0.0, time.time(), 0, 0
+    start = time.time()
+    judged_from = time.perf_counter() + WARMUP_S
+    wait_s, steps, images = 0.0, 0, 0
     warm_t = None
     while time.time() - start < a.seconds:
         it = iter(loader)
@@ -190,18 +290,21 @@ def train(a):
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
             try:
-                x, y = next(it)
+                with nvtx("data"):
+                    x, y = next(it)
             except StopIteration:
                 break
-            if gt:
+            if gt and t0 >= judged_from:
                 wait_s += time.perf_counter() - t0
             x = x.cuda(non_blocking=c["pin"]).to(memory_format=torch.channels_last)
             y = y.cuda(non_blocking=c["pin"])
-            with torch.autocast("cuda", dtype=torch.bfloat16):
+            with nvtx("forward"), torch.autocast("cuda", dtype=torch.bfloat16):
                 loss = torch.nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            with nvtx("backward"):
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+            with nvtx("optimizer"):
+                opt.step()
             if c["sync_each_step"]:
                 print(f"step {steps} loss {loss.item():.4f}", flush=True)
             steps += 1
@@ -212,16 +315,17 @@ def train(a):
             if time.time() - start >= a.seconds:
                 break
     torch.cuda.synchronize()
-    total = time.time() - start
+    end = time.perf_counter()
     if gt:
-        json.dump({"job": a.job, "data_wait_pct": 100.0 * wait_s / total, "steps": steps,
-                   "seconds": total}, open(a.ground_truth, "w"))
+        judged = max(end - judged_from, 1e-9)
+        json.dump({"job": a.job, "data_wait_pct": 100.0 * wait_s / judged, "steps": steps,
+                   "judged_s": judged, "warmup_s": WARMUP_S}, open(a.ground_truth, "w"))
     if a.stats and warm_t:
         json.dump({"job": a.job, "images_per_s": images / (time.time() - warm_t), "steps": steps},
                   open(a.stats, "w"))
-    if c["files"]:
+    if made:
         import shutil
-        shutil.rmtree(os.path.dirname(c["files"][0]), ignore_errors=True)
+        shutil.rmtree(data, ignore_errors=True)
     return 0
 
 
@@ -234,33 +338,70 @@ def tiny_kernels(a):
     opt = torch.optim.SGD([w], lr=1e-3)
     start = time.time()
     while time.time() - start < a.seconds:
-        h = x
-        for _ in range(100):
-            h = torch.tanh(h * w + 0.1)
-        loss = h.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        with nvtx("step"):
+            h = x
+            for _ in range(100):
+                h = torch.tanh(h * w + 0.1)
+            loss = h.sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
     torch.cuda.synchronize()
     return 0
 
 
-def resnet50(a):
-    """Eager ResNet-50 training at batch 256 on data made on the GPU: the overhead job."""
+# --- overhead and cross-check jobs --------------------------------------------------------
+
+def gemm_neighbour(seconds):
+    """Another process on the same GPU: back-to-back GEMMs."""
+    import torch
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    end = time.time() + seconds
+    while time.time() < end:
+        for _ in range(20):
+            y = x @ x
+        torch.cuda.synchronize()
+    del y
+    return 0
+
+
+def resnet50(a, graph):
+    """ResNet-50 training at batch 256, bf16 autocast, data made on the GPU: eager, or the whole
+    step captured once in a CUDA graph and replayed (PyTorch's whole-network capture)."""
     import torch
     import torchvision
     model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     x = torch.randn(256, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
     y = torch.randint(0, 1000, (256,), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    run = step
+    if graph:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # autotuning and lazy state outside the capture
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(g):
+            with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+        run = g.replay
     start = time.time()
     steps, warm_t, images = 0, None, 0
     while time.time() - start < a.seconds:
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        run()
         steps += 1
         if steps == 15:
             torch.cuda.synchronize()
@@ -269,9 +410,88 @@ def resnet50(a):
             images += 256
     torch.cuda.synchronize()
     if a.stats and warm_t:
-        json.dump({"job": "resnet50", "images_per_s": images / (time.time() - warm_t),
+        json.dump({"job": a.job, "images_per_s": images / (time.time() - warm_t),
                    "steps": steps}, open(a.stats, "w"))
     return 0
+
+
+def duty_cycle(a):
+    """Bursts of 30 BF16 GEMMs (4096^2, ~6 ms on an H200) then a 6-ms host sleep: the GPU busy
+    about half the time. CUDA events around each burst give the busy share without CUPTI
+    (--stats); --profile measures it with the PyTorch profiler's kernel records instead."""
+    import torch
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(2)]
+
+    def burst(i):
+        b, e = ev[i % 2]
+        b.record()
+        for _ in range(30):
+            y = x @ x
+        e.record()
+        e.synchronize()
+        time.sleep(0.006)
+        del y
+        return b.elapsed_time(e) / 1000.0
+
+    for i in range(20):
+        burst(i)  # warm-up: cuBLAS heuristics, clocks
+    torch.cuda.synchronize()
+    start = time.time()
+    judged_from = start + WARMUP_S
+    busy, t_judged, i = 0.0, None, 0
+    prof_json = None
+    while time.time() - start < a.seconds:
+        now = time.time()
+        if a.profile and prof_json is None and now >= judged_from:
+            prof_json = profile_window(torch, burst, min(10.0, a.seconds / 3))
+            continue
+        if now >= judged_from and t_judged is None:
+            t_judged = now
+        g = burst(i)
+        if t_judged is not None:
+            busy += g
+        i += 1
+    torch.cuda.synchronize()
+    if a.stats and t_judged:
+        wall = time.time() - t_judged
+        json.dump({"job": "duty_cycle", "busy_events_pct": 100.0 * busy / wall,
+                   "judged_s": wall}, open(a.stats, "w"))
+    if a.profile and prof_json:
+        json.dump(prof_json, open(a.profile, "w"))
+    return 0
+
+
+def profile_window(torch, burst, seconds):
+    """The GPU busy share over `seconds` of bursts from the PyTorch profiler's kernel records:
+    the union of kernel spans in its trace over the window's wall time."""
+    from torch.profiler import ProfilerActivity, profile
+    trace = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        i = 0
+        while time.perf_counter() - t0 < seconds:
+            burst(i)
+            i += 1
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    prof.export_chrome_trace(trace)
+    events = json.load(open(trace)).get("traceEvents", [])
+    os.unlink(trace)
+    spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                   if e.get("cat") == "kernel" and "dur" in e)
+    busy_us, end = 0.0, None
+    for s, e in spans:
+        if end is None or s > end:
+            busy_us += e - s
+            end = e
+        elif e > end:
+            busy_us += e - end
+            end = e
+    return {"job": "duty_cycle", "busy_profiler_pct": 100.0 * busy_us / 1e6 / wall,
+            "window_s": wall, "kernels": len(spans)}
 
 
 if __name__ == "__main__":

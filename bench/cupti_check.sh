@@ -1,72 +1,143 @@
 #!/usr/bin/env bash
-# bench/cupti_check.sh OUTDIR: checks on a GPU host (tree already built in $BUILD, default
+# bench/cupti_check.sh MODE OUTDIR: checks on a GPU host (tree already built in $BUILD, default
 # build/) what `gpubase watch` sees inside a job through the CUDA-activity injection library.
-# About 7 minutes on one H200:
-#   1. the GPU tests: a small CUDA program with known work watched with the injection (exact
-#      bytes and kernel calls, an error exit, a SIGKILL, the off switch)            ~40 s
-#   2. the corpus of bench/cuda_jobs.py (9 PyTorch jobs, ~12 s each) under watch; each job's
-#      findings against the one it must get: a confusion table job x finding          ~3.5 min
-#   3. ground truth: 4 jobs time their own data wait (a separate run, GPU synced at every
-#      step); watch.cuda.data_wait.pct of the corpus run must be within 3 points     ~1.3 min
-#   4. overhead: eager ResNet-50 batch 256 under watch without and with the injection,
-#      interleaved twice; images/s with / without                                   ~1.5 min
-# Writes OUTDIR/{gpu_tests.log, corpus/*.json, gt/*.json, overhead/*.json, summary.json,
-# confusion.md} and prints a compact summary. Never touches clocks, power or MIG.
+# Two modes, each about 7 minutes on one H200 (the estimate is printed at the start, from the
+# job lengths and ~8 s of start-up per Python job; JOB_S, TRUTH_S, OVER_S, BUSY_S change them):
+#
+#   corpus  1. the GPU tests (CudaActivity.*): a small CUDA program with known work    ~40 s
+#           2. the corpus of bench/cuda_jobs.py (9 PyTorch jobs, JOB_S=28 s of loop each,
+#              ~39 s with start-up and exit) under watch; each job's findings against the one
+#              it must get: the confusion table job x finding (OUTDIR/confusion.md), whether
+#              each job ended by itself, its judged window and its NVTX ranges       ~5.9 min
+#   truth   1. ground truth: well fed, one starved worker, many workers, pin_memory=False
+#              time their own data wait (next(loader_iter), GPU synchronized at every step,
+#              over the steady window; TRUTH_S=15 s of loop), each in a run of its own, and
+#              the same job under watch (watch.cuda.data_wait.pct must be within 3 points).
+#              The watched runs come from CORPUS=DIR (a corpus OUTDIR) when it holds them,
+#              else they run here                                          ~1.7 min (+1.7 min)
+#           2. overhead: eager ResNet-50 b256 under watch without / with the injection,
+#              interleaved twice (>= 97 %); the same step captured as one CUDA graph, the same
+#              way (>= 99 %); OVER_S=10 s of loop each                                ~2.8 min
+#           3. GPU busy cross-check: a duty-cycle job (GEMM bursts, host sleeps) under watch
+#              against CUDA events in the same run, and the PyTorch profiler's kernel time in
+#              a run of its own (within 2 points)                                      ~46 s
+#
+# The jobs' files (sync_disk's samples, many_workers' JPEGs) are made once in OUTDIR/data (or
+# DATA=DIR) and reused. Writes OUTDIR/{gpu_tests.log, corpus/, gt/, overhead/, busy/,
+# summary-MODE.json, confusion.md}. Never touches clocks, power or MIG.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=$(realpath -m "${1:?usage: bench/cupti_check.sh OUTDIR}")
+MODE=${1:-}
+[[ $MODE == corpus || $MODE == truth ]] || { echo "usage: bench/cupti_check.sh corpus|truth OUTDIR"; exit 2; }
+OUT=$(realpath -m "${2:?usage: bench/cupti_check.sh corpus|truth OUTDIR}")
 BUILD=$(realpath -m "${BUILD:-$ROOT/build}")
 GB=$BUILD/apps/gpubase/gpubase
-SECONDS_PER_JOB=${SECONDS_PER_JOB:-12}
+JOB_S=${JOB_S:-28}      # loop seconds of a corpus job (plus ~8 s start-up, ~3 s exit)
+TRUTH_S=${TRUTH_S:-15}  # loop seconds of a ground-truth job
+OVER_S=${OVER_S:-10}    # loop seconds of an overhead run (after ~3 s of warm-up steps)
+BUSY_S=${BUSY_S:-15}    # loop seconds of the duty-cycle runs
+STARTUP_S=8             # python + torch + torchvision import, model build (estimate)
+DATA=$(realpath -m "${DATA:-$OUT/data}")
+CORPUS=${CORPUS:-$OUT/corpus}
 export NCCL_NVLS_ENABLE=0
-mkdir -p "$OUT/corpus" "$OUT/gt" "$OUT/overhead"
+mkdir -p "$OUT"
 cd "$ROOT" || exit 1
 [[ -x $GB ]] || { echo "no gpubase in $BUILD (build first: bash scripts/build.sh $BUILD)"; exit 1; }
 [[ -f $BUILD/apps/gpubase/libgpubase_cuda_inject.so ]] ||
   echo "warning: libgpubase_cuda_inject.so not built: every watch.cuda figure will be skipped"
+GT_JOBS="well_fed starved_worker many_workers pageable"
+have_corpus() { for j in $GT_JOBS; do [[ -s $CORPUS/$j.json ]] || return 1; done; }
+
+if [[ $MODE == corpus ]]; then
+  est=$(( 40 + 10 + 9 * (STARTUP_S + JOB_S + 3) ))
+else
+  per_gt=$(( STARTUP_S + TRUTH_S + 3 ))
+  est=$(( 10 + 4 * per_gt + 8 * (STARTUP_S + OVER_S + 3) + 2 * (STARTUP_S + BUSY_S) ))
+  have_corpus || est=$(( est + 4 * per_gt ))
+fi
+echo "cupti_check $MODE: expected about $(( est / 60 )) min $(( est % 60 )) s (JOB_S=$JOB_S," \
+     "TRUTH_S=$TRUTH_S, OVER_S=$OVER_S, BUSY_S=$BUSY_S, ~${STARTUP_S} s start-up per job)"
 t0=$(date +%s)
 step() { echo "== $* ($(( $(date +%s) - t0 )) s)"; }
 
-step "1. GPU tests (CudaActivity.*)"
-timeout 180 "$BUILD/tests/gpu_tests" --gtest_filter='CudaActivity.*' > "$OUT/gpu_tests.log" 2>&1
-echo "gpu tests: rc=$? ($(grep -c '^\[       OK' "$OUT/gpu_tests.log") ok," \
-     "$(grep -c '^\[  FAILED' "$OUT/gpu_tests.log") failed lines)"
-
-python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null ||
-  { echo "no PyTorch with CUDA: corpus, ground truth and overhead skipped"; exit 0; }
-
-watch_job() {  # watch_job OUT.json [watch options] -- job args
-  local out=$1; shift
-  timeout $(( SECONDS_PER_JOB + 90 )) "$GB" watch --json -o "$out" -q --interval 0.5 "$@" \
-    > /dev/null 2> "${out%.json}.log"
+# watch_job OUT.json LOOP_S [watch options] -- job args. watch ends a job that outlives its loop
+# by 25 s (SIGINT, then SIGTERM after 5 s); `timeout` is the last resort.
+watch_job() {
+  local out=$1 loop=$2; shift 2
+  timeout $(( loop + 60 )) "$GB" watch --json -o "$out" -q --interval 0.5 --no-save \
+    --duration $(( loop + STARTUP_S + 25 )) --grace 5 "$@" > /dev/null 2> "${out%.json}.log"
 }
 
-step "2. corpus"
-JOBS=$(python3 bench/cuda_jobs.py --list | python3 -c "import json,sys; print(' '.join(json.load(sys.stdin)))")
-for job in $JOBS; do
-  watch_job "$OUT/corpus/$job.json" -- python3 bench/cuda_jobs.py --job "$job" --seconds "$SECONDS_PER_JOB"
-  echo "  $job: rc=$?"
-done
+if [[ $MODE == corpus ]]; then
+  step "1. GPU tests (CudaActivity.*)"
+  timeout 180 "$BUILD/tests/gpu_tests" --gtest_filter='CudaActivity.*' > "$OUT/gpu_tests.log" 2>&1
+  echo "gpu tests: rc=$? ($(grep -c '^\[       OK' "$OUT/gpu_tests.log") ok," \
+       "$(grep -c '^\[  FAILED' "$OUT/gpu_tests.log") failed lines)"
+fi
 
-step "3. ground truth (the jobs time their own data wait)"
-for job in well_fed starved_worker many_workers pageable; do
-  timeout $(( SECONDS_PER_JOB + 60 )) python3 bench/cuda_jobs.py --job "$job" \
-    --seconds "$SECONDS_PER_JOB" --ground-truth "$OUT/gt/$job.json" > "$OUT/gt/$job.log" 2>&1
-  echo "  $job: rc=$?"
-done
+python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null ||
+  { echo "no PyTorch with CUDA: the PyTorch jobs are skipped"; exit 0; }
+step "data for the jobs (made once in $DATA)"
+python3 bench/cuda_jobs.py --make-data "$DATA" || echo "  making the data failed"
 
-step "4. overhead: ResNet-50 b256 eager, without / with the injection, interleaved"
-for round in 1 2; do
-  watch_job "$OUT/overhead/off-$round.json" --no-cuda-activity -- python3 bench/cuda_jobs.py \
-    --job resnet50 --seconds "$SECONDS_PER_JOB" --stats "$OUT/overhead/off-$round.stats.json"
-  watch_job "$OUT/overhead/on-$round.json" -- python3 bench/cuda_jobs.py \
-    --job resnet50 --seconds "$SECONDS_PER_JOB" --stats "$OUT/overhead/on-$round.stats.json"
-done
+if [[ $MODE == corpus ]]; then
+  step "2. corpus: 9 jobs under watch, ${JOB_S} s of loop each"
+  mkdir -p "$OUT/corpus"
+  JOBS=$(python3 bench/cuda_jobs.py --list | python3 -c "import json,sys; print(' '.join(json.load(sys.stdin)))")
+  for job in $JOBS; do
+    s=$(date +%s)
+    watch_job "$OUT/corpus/$job.json" "$JOB_S" -- python3 bench/cuda_jobs.py --job "$job" \
+      --seconds "$JOB_S" --data "$DATA"
+    echo "  $job: rc=$? ($(( $(date +%s) - s )) s)"
+  done
+else
+  step "1. ground truth: 4 jobs time their own data wait (GPU synced at each step), ${TRUTH_S} s each"
+  mkdir -p "$OUT/gt"
+  for job in $GT_JOBS; do
+    timeout $(( TRUTH_S + 60 )) python3 bench/cuda_jobs.py --job "$job" --seconds "$TRUTH_S" \
+      --data "$DATA" --ground-truth "$OUT/gt/$job.json" > "$OUT/gt/$job.log" 2>&1
+    echo "  $job (self-timed): rc=$?"
+  done
+  if have_corpus; then
+    echo "  the watched runs: $CORPUS"
+  else
+    CORPUS=$OUT/gt/watched
+    mkdir -p "$CORPUS"
+    for job in $GT_JOBS; do
+      watch_job "$CORPUS/$job.json" "$TRUTH_S" -- python3 bench/cuda_jobs.py --job "$job" \
+        --seconds "$TRUTH_S" --data "$DATA"
+      echo "  $job (watched): rc=$?"
+    done
+  fi
+
+  step "2. overhead: without / with the injection, interleaved, ${OVER_S} s each"
+  mkdir -p "$OUT/overhead"
+  for job in resnet50 resnet50_graph; do
+    for round in 1 2; do
+      for mode in off on; do
+        opt=(); [[ $mode == off ]] && opt=(--no-cuda-activity)
+        watch_job "$OUT/overhead/$job-$mode-$round.json" "$OVER_S" "${opt[@]}" -- python3 \
+          bench/cuda_jobs.py --job "$job" --seconds "$OVER_S" \
+          --stats "$OUT/overhead/$job-$mode-$round.stats.json"
+        echo "  $job $mode $round: rc=$?"
+      done
+    done
+  done
+
+  step "3. GPU busy: duty-cycle job under watch (CUDA events) and under the PyTorch profiler"
+  mkdir -p "$OUT/busy"
+  watch_job "$OUT/busy/watched.json" "$BUSY_S" -- python3 bench/cuda_jobs.py --job duty_cycle \
+    --seconds "$BUSY_S" --stats "$OUT/busy/events.json"
+  echo "  watched: rc=$?"
+  timeout $(( BUSY_S + 60 )) python3 bench/cuda_jobs.py --job duty_cycle --seconds "$BUSY_S" \
+    --profile "$OUT/busy/profiler.json" > "$OUT/busy/profiler.log" 2>&1
+  echo "  profiler: rc=$?"
+fi
 
 step "summary"
-python3 - "$OUT" <<'PY'
-import json, os, subprocess, sys
-out = sys.argv[1]
+python3 - "$MODE" "$OUT" "$CORPUS" <<'PY'
+import json, subprocess, sys
+mode, out, corpus = sys.argv[1:4]
 expected = json.loads(subprocess.check_output([sys.executable, "bench/cuda_jobs.py", "--list"]))
 
 def load(p):
@@ -75,62 +146,117 @@ def load(p):
     except Exception:
         return None
 
-def value(run, key):
+def result(run, key):
     for r in (run or {}).get("results", []):
         if r.get("key") == key:
-            return r.get("value"), r.get("reason", "")
-    return None, "absent"
+            return r
+    return {}
 
-summary = {"corpus": {}, "ground_truth": {}, "overhead": {}}
-ids = set()
-for job in expected:
-    run = load(f"{out}/corpus/{job}.json")
-    got = [f["id"] for f in (run or {}).get("findings", []) if f["status"] in ("warn", "fail", "pass")]
-    ids.update(got)
-    ok = any(e in got for e in expected[job])
-    dw, why = value(run, "watch.cuda.data_wait.pct")
-    busy, _ = value(run, "watch.cuda.busy.pct")
-    summary["corpus"][job] = {"expected_any_of": expected[job], "got": got, "hit": ok,
-                              "data_wait_pct": dw, "cuda_busy_pct": busy,
-                              "cuda_reason": why if dw is None else ""}
-cols = sorted(ids)
-lines = ["| job | must get (any of) | " + " | ".join(cols) + " | hit |",
-         "|---|---|" + "---|" * len(cols) + "---|"]
-for job, c in summary["corpus"].items():
-    cells = ["**x**" if i in c["got"] and i in c["expected_any_of"] else ("x" if i in c["got"] else "")
-             for i in cols]
-    lines.append(f"| {job} | {', '.join(c['expected_any_of'])} | " + " | ".join(cells) +
-                 f" | {'yes' if c['hit'] else 'NO'} |")
-open(f"{out}/confusion.md", "w").write("\n".join(lines) + "\n")
-print("\n".join(lines))
-hits = sum(c["hit"] for c in summary["corpus"].values())
-print(f"corpus: {hits} of {len(expected)} jobs got their finding")
+def value(run, key):
+    return result(run, key).get("value")
 
-print("ground truth: data wait, the job's own timing vs watch.cuda.data_wait.pct")
-for job in ("well_fed", "starved_worker", "many_workers", "pageable"):
-    gt = load(f"{out}/gt/{job}.json")
-    dw = summary["corpus"].get(job, {}).get("data_wait_pct")
-    row = {"ground_truth_pct": gt and gt["data_wait_pct"], "watch_pct": dw}
-    if gt and dw is not None:
-        row["diff_points"] = dw - gt["data_wait_pct"]
-        row["within_3"] = abs(row["diff_points"]) <= 3
-    summary["ground_truth"][job] = row
-    fmt = lambda v: "-" if v is None else f"{v:.1f}"
-    print(f"  {job:15s} truth {fmt(row['ground_truth_pct'])} %  watch {fmt(dw)} %  "
-          f"diff {fmt(row.get('diff_points'))}  {'ok' if row.get('within_3') else 'MISS'}")
+def param(run, key, name):
+    for p in result(run, key).get("params", []):
+        if p.get("name") == name:
+            return p.get("text")
+    return None
 
-rates = {"off": [], "on": []}
-for mode in rates:
-    for r in (1, 2):
-        s = load(f"{out}/overhead/{mode}-{r}.stats.json")
-        if s:
-            rates[mode].append(s["images_per_s"])
-summary["overhead"] = {"images_per_s": rates}
-if rates["off"] and rates["on"]:
-    ratio = (sum(rates["on"]) / len(rates["on"])) / (sum(rates["off"]) / len(rates["off"]))
-    summary["overhead"]["with_over_without"] = ratio
-    print(f"overhead: ResNet-50 b256 {rates['off']} img/s without, {rates['on']} with: "
-          f"ratio {ratio:.3f} (target >= 0.97)")
-json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
+def fact(run, key):
+    for f in (run or {}).get("environment", []):
+        if f.get("key") == key:
+            return f.get("value")
+    return None
+
+def fmt(v, d=1):
+    return "-" if v is None else f"{v:.{d}f}"
+
+summary = {}
+if mode == "corpus":
+    rows, ids = {}, set()
+    for job in expected:
+        run = load(f"{out}/corpus/{job}.json")
+        got = [f["id"] for f in (run or {}).get("findings", []) if f["status"] in ("warn", "fail", "pass")]
+        ids.update(got)
+        ended = fact(run, "watch.exit") or "no run file"
+        nvtx = []
+        for i in range(1, 9):
+            r = result(run, f"watch.cuda.nvtx.top{i}.pct")
+            if r.get("value") is not None:
+                nvtx.append(f"{param(run, f'watch.cuda.nvtx.top{i}.pct', 'name')} "
+                            f"{r['value']:.0f}%")
+        rows[job] = {"expected_any_of": expected[job], "got": got,
+                     "hit": any(e in got for e in expected[job]),
+                     "ended": ended, "by_itself": "exited with code 0" in ended and "stopped" not in ended,
+                     "window_s": value(run, "watch.window.s"), "startup_s": value(run, "watch.startup.s"),
+                     "over": param(run, "watch.window.s", "over"),
+                     "cuda_busy_pct": value(run, "watch.cuda.busy.pct"),
+                     "cuda_covers": param(run, "watch.cuda.busy.pct", "covers"),
+                     "nvml_util_pct": value(run, "watch.gpu.util.pct"),
+                     "data_wait_pct": value(run, "watch.cuda.data_wait.pct"),
+                     "kernels": value(run, "watch.cuda.kernels.count"), "nvtx": nvtx}
+    cols = sorted(ids)
+    lines = ["| job | must get (any of) | " + " | ".join(cols) + " | hit |",
+             "|---|---|" + "---|" * len(cols) + "---|"]
+    for job, c in rows.items():
+        cells = ["**x**" if i in c["got"] and i in c["expected_any_of"] else ("x" if i in c["got"] else "")
+                 for i in cols]
+        lines.append(f"| {job} | {', '.join(c['expected_any_of'])} | " + " | ".join(cells) +
+                     f" | {'yes' if c['hit'] else 'NO'} |")
+    open(f"{out}/confusion.md", "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"corpus: {sum(c['hit'] for c in rows.values())} of {len(expected)} jobs got their finding")
+    print("job: judged window / start-up, GPU busy CUDA / NVML, data wait, kernels, ended; NVTX")
+    for job, c in rows.items():
+        print(f"  {job:15s} {fmt(c['window_s'], 0)} s / {fmt(c['startup_s'], 0)} s, "
+              f"{fmt(c['cuda_busy_pct'])} / {fmt(c['nvml_util_pct'])} %, dw {fmt(c['data_wait_pct'])} %, "
+              f"{fmt(c['kernels'], 0)} kernels, {'ok' if c['by_itself'] else 'ENDED: ' + c['ended']}; "
+              f"{', '.join(c['nvtx']) or 'no NVTX'}")
+    summary["corpus"] = rows
+else:
+    print("ground truth: the job's own data wait (steady window) vs watch.cuda.data_wait.pct")
+    gt_rows = {}
+    for job in ("well_fed", "starved_worker", "many_workers", "pageable"):
+        gt = load(f"{out}/gt/{job}.json")
+        run = load(f"{corpus}/{job}.json")
+        dw = value(run, "watch.cuda.data_wait.pct")
+        row = {"ground_truth_pct": gt and gt["data_wait_pct"], "watch_pct": dw,
+               "watch_over": param(run, "watch.cuda.busy.pct", "covers"), "watched_run": f"{corpus}/{job}.json"}
+        if gt and dw is not None:
+            row["diff_points"] = dw - gt["data_wait_pct"]
+            row["within_3"] = abs(row["diff_points"]) <= 3
+        gt_rows[job] = row
+        print(f"  {job:15s} truth {fmt(row['ground_truth_pct'])} %  watch {fmt(dw)} %  "
+              f"diff {fmt(row.get('diff_points'))}  {'ok' if row.get('within_3') else 'MISS'}")
+    summary["ground_truth"] = gt_rows
+    summary["overhead"] = {}
+    for job, target in (("resnet50", 0.97), ("resnet50_graph", 0.99)):
+        rates = {"off": [], "on": []}
+        for m in rates:
+            for r in (1, 2):
+                s = load(f"{out}/overhead/{job}-{m}-{r}.stats.json")
+                if s:
+                    rates[m].append(round(s["images_per_s"], 1))
+        row = {"images_per_s": rates, "target": target}
+        if rates["off"] and rates["on"]:
+            row["with_over_without"] = (sum(rates["on"]) / len(rates["on"])) / (sum(rates["off"]) / len(rates["off"]))
+            print(f"overhead {job}: {rates['off']} img/s without, {rates['on']} with: ratio "
+                  f"{row['with_over_without']:.3f} (target >= {target})")
+        else:
+            print(f"overhead {job}: missing runs {rates}")
+        summary["overhead"][job] = row
+    run = load(f"{out}/busy/watched.json")
+    ev = load(f"{out}/busy/events.json") or {}
+    pr = load(f"{out}/busy/profiler.json") or {}
+    busy = value(run, "watch.cuda.busy.pct")
+    row = {"watch_pct": busy, "events_pct": ev.get("busy_events_pct"),
+           "profiler_pct": pr.get("busy_profiler_pct"),
+           "watch_covers": param(run, "watch.cuda.busy.pct", "covers")}
+    for ref in ("events_pct", "profiler_pct"):
+        if busy is not None and row[ref] is not None:
+            row[ref.replace("_pct", "_diff_points")] = busy - row[ref]
+    print(f"GPU busy: watch {fmt(busy)} %, CUDA events (same run) {fmt(row['events_pct'])} %, "
+          f"PyTorch profiler (own run) {fmt(row['profiler_pct'])} % (target: within 2 points)")
+    summary["busy"] = row
+json.dump(summary, open(f"{out}/summary-{mode}.json", "w"), indent=1)
 PY
 step "done"

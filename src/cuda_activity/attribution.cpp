@@ -110,10 +110,13 @@ void IdleAttribution::resolve(bool final) {
     if (!final && any_running && t.t_ns >= covered) break;
     const Moment m = moment(t.t_ns);
     if (m.covered) {
-      ++totals_.ticks;
-      if (!m.busy) {
-        ++totals_.idle_ticks;
-        ++totals_.by_cause[static_cast<int>(classify_idle(t, m.in_sync))];
+      for (AttributionTotals* a : {&totals_, &window_}) {
+        if (a == &window_ && t.t_ns < window_start_ns_) continue;
+        ++a->ticks;
+        if (!m.busy) {
+          ++a->idle_ticks;
+          ++a->by_cause[static_cast<int>(classify_idle(t, m.in_sync))];
+        }
       }
     }
     pending_.pop_front();

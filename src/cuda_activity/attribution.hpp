@@ -12,7 +12,9 @@
 //   other  none of these (blocked with idle workers: a lock, a barrier, a sleep).
 //
 // data_wait_pct is the share of ticks (= wall time) with the GPU idle for data; ticks are
-// counted only inside the span the records cover (the job's CUDA life).
+// counted only inside the span the records cover (the job's CUDA life). A second set of totals
+// counts only the ticks from a window start on (the steady state after the job's warm-up, set
+// by the watcher once it knows when the first kernel ran).
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -62,7 +64,11 @@ class IdleAttribution {
   void add_tick(const ThreadTick& tick);
   // Resolves every pending tick (end of the run): ticks no record covers are unresolved.
   void finish();
+  // Ticks at or after t_ns also count in window_totals(). Set it before records covering those
+  // ticks arrive (ticks wait for their records, so the first kernel's record is early enough).
+  void set_window_start(std::uint64_t t_ns) { window_start_ns_ = t_ns; }
   const AttributionTotals& totals() const { return totals_; }
+  const AttributionTotals& window_totals() const { return window_; }
 
  private:
   struct Producer {
@@ -82,6 +88,8 @@ class IdleAttribution {
   std::map<std::uint32_t, Producer> producers_;
   std::deque<ThreadTick> pending_;
   AttributionTotals totals_;
+  AttributionTotals window_;
+  std::uint64_t window_start_ns_ = UINT64_MAX;
 };
 
 }  // namespace gb::cuda_activity

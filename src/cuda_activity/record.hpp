@@ -8,15 +8,19 @@
 // Times are CLOCK_MONOTONIC nanoseconds, the clock the watcher's thread samples use, so an
 // interval's idle mask lines up with what the job's threads were doing at that moment.
 //
-// Napkin math: one record is ~6 KB (8 devices x ~600 B, 8 top kernels x 112 B, two 125-byte
-// masks); a 64-slot ring is ~400 KB per CUDA process, whatever the run length.
+// NVTX ranges the job marks (push/pop or start/end; CUPTI's marker records when the job's NVTX
+// is routed to CUPTI) are summed per name: count and time, the 8 longest per interval.
+//
+// Napkin math: one record is ~12 KB (8 devices x ~1.2 KB of histograms, copies and mask,
+// 8 top kernels x 112 B, 8 NVTX ranges x 80 B, the sync mask); a 64-slot ring is ~770 KB per
+// CUDA process, whatever the run length.
 #pragma once
 #include <cstdint>
 
 namespace gb::cuda_activity {
 
 inline constexpr std::uint32_t kRecordMagic = 0x41434247;  // "GBCA"
-inline constexpr std::uint32_t kRecordVersion = 1;
+inline constexpr std::uint32_t kRecordVersion = 2;
 inline constexpr int kMaxDevices = 8;      // CUDA ordinals 0..7 as the job sees them
 inline constexpr int kTopKernels = 8;      // per interval, by GPU time
 inline constexpr int kNameChars = 96;      // demangled kernel name, cut
@@ -25,6 +29,8 @@ inline constexpr int kMaskMs = 1000;       // 1 bit per ms: an interval is at mo
 inline constexpr int kMaskBytes = kMaskMs / 8;
 inline constexpr std::uint64_t kTinyKernelNs = 10'000;  // "under 10 µs": launch-bound signature
 inline constexpr int kStatusChars = 240;
+inline constexpr int kTopRanges = 8;      // NVTX ranges per interval, by time
+inline constexpr int kRangeChars = 64;    // NVTX range name ("domain/name"), cut
 
 enum class RecordKind : std::uint32_t { interval = 1, status = 2 };
 
@@ -63,6 +69,14 @@ struct KernelTop {
   std::uint32_t tensor_core_guess = 0;  // 1: the name says MMA/tensor-op (a guess, see reduce)
 };
 
+// One NVTX range name over one interval: the ranges that ended in it.
+struct RangeTop {
+  char name[kRangeChars] = {};  // NUL-terminated, cut to fit
+  std::uint64_t ns = 0;         // summed durations (nested ranges each count their own)
+  std::uint32_t count = 0;
+  std::uint32_t pad = 0;
+};
+
 // One device (CUDA ordinal) over one interval.
 struct DeviceInterval {
   std::uint32_t device = 0;
@@ -99,6 +113,9 @@ struct IntervalRecord {
   std::uint64_t overflow_spans = 0;  // spans past the reducer's bound (busy time approximate)
   DeviceInterval dev[kMaxDevices] = {};
   KernelTop top[kTopKernels] = {};  // by ns, descending; empty names end the list
+  std::uint32_t nvtx_ranges = 0;    // NVTX ranges that ended in the interval, all names
+  std::uint32_t pad = 0;
+  RangeTop nvtx[kTopRanges] = {};   // by ns, descending; empty names end the list
   StatusCode status = StatusCode::started;  // kind == status only
   char status_text[kStatusChars] = {};
 };

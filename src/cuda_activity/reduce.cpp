@@ -148,6 +148,31 @@ void IntervalReducer::add_sync(std::uint64_t start_ns, std::uint64_t end_ns) {
   add_span(sync_, start_ns, end_ns);
 }
 
+void IntervalReducer::add_range_start(std::uint64_t id, std::uint64_t t_ns,
+                                      std::string_view domain, std::string_view name) {
+  if (open_ranges_.size() >= kMaxOpenRanges && !open_ranges_.count(id)) {
+    ++overflow_;
+    return;
+  }
+  std::string full = domain.empty() ? std::string(name) : std::string(domain) + "/" + std::string(name);
+  if (full.empty()) full = "(unnamed range)";
+  open_ranges_[id] = OpenRange{t_ns, std::move(full)};
+}
+
+void IntervalReducer::add_range_end(std::uint64_t id, std::uint64_t t_ns) {
+  const auto it = open_ranges_.find(id);
+  if (it == open_ranges_.end()) return;
+  const std::uint64_t ns = t_ns > it->second.start ? t_ns - it->second.start : 0;
+  Open& o = open_for(t_ns);
+  ++o.record.nvtx_ranges;
+  if (o.ranges.size() < kMaxRangeNames || o.ranges.count(it->second.name)) {
+    NameStats& n = o.ranges[it->second.name];
+    n.ns += ns;
+    ++n.count;
+  }
+  open_ranges_.erase(it);
+}
+
 std::uint64_t IntervalReducer::account(Timeline& tl, std::uint64_t t0, std::uint64_t t1,
                                        std::uint8_t* mask, DeviceInterval* dev) {
   merge_spans(tl.pending);
@@ -221,12 +246,29 @@ void IntervalReducer::fill_top(Open& open, IntervalRecord& r) {
   }
 }
 
+void IntervalReducer::fill_ranges(Open& open, IntervalRecord& r) {
+  std::vector<std::pair<std::string, NameStats>> v(open.ranges.begin(), open.ranges.end());
+  const std::size_t n = std::min<std::size_t>(v.size(), kTopRanges);
+  std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), v.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.second.ns != b.second.ns ? a.second.ns > b.second.ns
+                                                        : a.first < b.first;
+                    });
+  for (std::size_t i = 0; i < n; ++i) {
+    RangeTop& t = r.nvtx[i];
+    std::strncpy(t.name, v[i].first.c_str(), kRangeChars - 1);
+    t.ns = v[i].second.ns;
+    t.count = v[i].second.count;
+  }
+}
+
 IntervalRecord IntervalReducer::close_one(std::uint64_t t0, std::uint64_t t1) {
   IntervalRecord r;
   auto it = open_.find(t0);
   if (it != open_.end()) {
     r = it->second.record;
     fill_top(it->second, r);
+    fill_ranges(it->second, r);
     open_.erase(it);
   }
   r.pid = pid_;

@@ -10,13 +10,16 @@
 //    has no gap before it;
 //  - the idle mask marks every millisecond the device spent mostly idle, the sync mask every
 //    millisecond the host spent mostly inside a synchronization;
-//  - kernel counts, durations and names go to the interval the kernel started in.
+//  - kernel counts, durations and names go to the interval the kernel started in;
+//  - an NVTX range (a start and an end marker with the same id) goes to the interval it ended
+//    in, with its whole duration; ends without a start are ignored.
 //
 // Intervals close when the caller says time has moved past them (close_until, a little after
 // a CUPTI flush). A record that arrives for an interval already closed is clipped into the
 // oldest open one and counted as late. Memory is bounded: at most max_spans pending spans per
-// device (sorted and merged when full; past that, counted as overflow) and 4096 kernel names
-// per interval.
+// device (sorted and merged when full; past that, counted as overflow), 4096 kernel names and
+// 256 NVTX range names per interval, and 4096 NVTX ranges open at once (past that, counted as
+// overflow).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -48,6 +51,8 @@ class IntervalReducer {
   static constexpr std::uint64_t kDefaultIntervalNs = 1'000'000'000;
   static constexpr std::size_t kDefaultMaxSpans = 1u << 18;
   static constexpr std::size_t kMaxNames = 4096;
+  static constexpr std::size_t kMaxRangeNames = 256;
+  static constexpr std::size_t kMaxOpenRanges = 4096;
 
   explicit IntervalReducer(std::uint32_t pid, std::uint64_t interval_ns = kDefaultIntervalNs,
                            std::size_t max_spans = kDefaultMaxSpans);
@@ -60,6 +65,10 @@ class IntervalReducer {
   void add_memset(std::uint32_t device, std::uint64_t start_ns, std::uint64_t end_ns,
                   std::uint64_t bytes);
   void add_sync(std::uint64_t start_ns, std::uint64_t end_ns);
+  // NVTX: a range opened (name copied; domain may be empty) and closed, matched by id.
+  void add_range_start(std::uint64_t id, std::uint64_t t_ns, std::string_view domain,
+                       std::string_view name);
+  void add_range_end(std::uint64_t id, std::uint64_t t_ns);
   void set_dropped(std::uint64_t dropped_records) { dropped_ = dropped_records; }
 
   // The records of every interval that ends at or before until_ns, oldest first. Nothing
@@ -80,6 +89,11 @@ class IntervalReducer {
     IntervalRecord record;
     std::unordered_map<const char*, NameStats> names;
     NameStats other_names;
+    std::unordered_map<std::string, NameStats> ranges;
+  };
+  struct OpenRange {
+    std::uint64_t start = 0;
+    std::string name;
   };
   struct Timeline {
     std::vector<Span> pending;
@@ -96,6 +110,7 @@ class IntervalReducer {
                         DeviceInterval* dev);
   IntervalRecord close_one(std::uint64_t t0, std::uint64_t t1);
   void fill_top(Open& open, IntervalRecord& r);
+  static void fill_ranges(Open& open, IntervalRecord& r);
 
   std::uint32_t pid_;
   std::uint64_t interval_ns_;
@@ -106,6 +121,7 @@ class IntervalReducer {
   Timeline sync_;
   std::uint64_t dropped_ = 0, late_ = 0, overflow_ = 0;
   std::unordered_map<const char*, std::string> demangled_;
+  std::unordered_map<std::uint64_t, OpenRange> open_ranges_;
 };
 
 }  // namespace gb::cuda_activity

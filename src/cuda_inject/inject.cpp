@@ -5,6 +5,12 @@
 // into per-interval aggregates (cuda_activity/reduce) and writes them into a shared-memory ring
 // (cuda_activity/ring) in the folder the watcher named (GPUBASE_CUDA_RING_DIR).
 //
+// NVTX ranges: the watcher also names this library in NVTX_INJECTION64_PATH, so the job's NVTX
+// (torch.cuda.nvtx, nvtx3) calls InitializeInjectionNvtx2 here; it hands NVTX to the CUPTI copy
+// the job already loaded (one CUPTI per process), and CUPTI's marker records
+// (CUPTI_ACTIVITY_KIND_MARKER: a start and an end per range, matched by id) are summed per
+// range name like the kernels.
+//
 // Rules: the job must never crash, hang or change behaviour because of this library.
 //  - CUPTI is opened with dlopen (GPUBASE_CUPTI_PATH, else libcupti.so.13 / libcupti.so): the
 //    library loads on a machine without it and says so in a status record.
@@ -118,6 +124,7 @@ void fail(const std::string& why) {
          {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
           CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION})
       g_state->cupti.disable(k);
+    g_state->cupti.disable(CUPTI_ACTIVITY_KIND_MARKER);
   }
   write_status(ca::StatusCode::failed, why);
 }
@@ -187,6 +194,15 @@ void reduce_record(ca::IntervalReducer& red, const CUpti_Activity* rec) {
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
       red.add_memset(m->deviceId, to_mono(m->start), to_mono(m->end), m->bytes);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(rec);
+      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START)
+        red.add_range_start(m->id, to_mono(m->timestamp), m->domain ? m->domain : "",
+                            m->name ? m->name : "");
+      else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END)
+        red.add_range_end(m->id, to_mono(m->timestamp));
       break;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
@@ -317,25 +333,28 @@ bool resolve(void* h, const char* name, F& fn, std::string& missing) {
   return fn != nullptr;
 }
 
-std::string open_cupti(Cupti& c) {
-  std::string tried;
-  // A CUPTI the job already loaded (PyTorch links its own copy) is used as it is: two copies
-  // of CUPTI in one process would fight over the driver's activity interface.
-  for (const char* n : {"libcupti.so.13", "libcupti.so"}) {
-    c.handle = dlopen(n, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (c.handle) break;
-  }
-  // GPUBASE_CUPTI_PATH (what `watch` found) is the only candidate when set.
+// The CUPTI library to use: a copy the job already loaded (PyTorch links its own) as it is --
+// two copies of CUPTI in one process would fight over the driver's activity interface -- else
+// GPUBASE_CUPTI_PATH (what `watch` found) when set, else libcupti.so.13 / libcupti.so. tried:
+// what failed, for the reason.
+void* cupti_library(std::string& tried) {
+  for (const char* n : {"libcupti.so.13", "libcupti.so"})
+    if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return h;
   const char* env = std::getenv("GPUBASE_CUPTI_PATH");
   const bool given = env && *env;
   const char* names[] = {given ? env : "libcupti.so.13", given ? nullptr : "libcupti.so"};
   for (const char* n : names) {
-    if (c.handle || !n) continue;
-    c.handle = dlopen(n, RTLD_NOW | RTLD_LOCAL);
-    if (c.handle) break;
+    if (!n) continue;
+    if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) return h;
     const char* err = dlerror();
     tried += std::string(tried.empty() ? "" : "; ") + (err ? err : n);
   }
+  return nullptr;
+}
+
+std::string open_cupti(Cupti& c) {
+  std::string tried;
+  c.handle = cupti_library(tried);
   if (!c.handle) return "CUPTI not found (" + tried + ")";
   std::string missing;
   resolve(c.handle, "cuptiGetResultString", c.get_result_string, missing);
@@ -399,6 +418,10 @@ std::string start(const std::string& ring_dir, std::string& note) {
       return cupti_error("cuptiActivityEnable", res);
     }
   }
+  // NVTX ranges: only where the job marks them; a failure here leaves the rest collecting.
+  res = s->cupti.enable(CUPTI_ACTIVITY_KIND_MARKER);
+  if (res != CUPTI_SUCCESS)
+    note += "; NVTX ranges not collected: " + cupti_error("cuptiActivityEnable(MARKER)", res);
   pthread_atfork(nullptr, nullptr, child_after_fork);
   std::atexit(at_exit);
   s->flusher = std::thread(flush_loop, s->reducer->interval_ns());
@@ -433,4 +456,19 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     std::fprintf(stderr, "gpubase: CUDA activity not collected: start-up failed\n");
   }
   return 1;
+}
+
+// NVTX's loader calls this (NVTX_INJECTION64_PATH names this library) at the job's first NVTX
+// call, before or after CUDA starts. CUPTI implements NVTX's side; this hands the call to the
+// CUPTI copy the job uses. Returns 0 (no tool: NVTX stays a no-op) outside `gpubase watch` or
+// when CUPTI is missing.
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(void* get_export_table) {
+  const char* dir = std::getenv("GPUBASE_CUDA_RING_DIR");
+  if (!dir || !*dir) return 0;
+  std::string tried;
+  void* h = cupti_library(tried);
+  if (!h) return 0;
+  using Init = int (*)(void*);
+  const auto init = reinterpret_cast<Init>(dlsym(h, "InitializeInjectionNvtx2"));
+  return init ? init(get_export_table) : 0;
 }

@@ -62,7 +62,12 @@ std::optional<Finding> workers_oversubscribed_rule(const WatchInputs& in,
   const CudaWatchThresholds& c = cuda_watch_thresholds();
   if (!gpu_waits(in, t) || !in.cores || !in.job_processes) return std::nullopt;
   const double workers = *in.job_processes - 1;
-  if (workers < c.workers_per_core * *in.cores) return std::nullopt;
+  // Per process, not machine-wide: far more workers than cores, or more workers than cores
+  // with more of the job's processes runnable at once than there are cores to run them.
+  const bool many = workers >= c.workers_per_core * *in.cores;
+  const bool contending = workers > *in.cores && in.runnable_processes &&
+                          *in.runnable_processes > *in.cores;
+  if (!many && !contending) return std::nullopt;
   // With the library: only when the GPU really waits for data (else another rule explains it).
   if (in.data_wait_pct && *in.data_wait_pct < c.data_wait_warn_pct) return std::nullopt;
   Finding f;
@@ -72,7 +77,9 @@ std::optional<Finding> workers_oversubscribed_rule(const WatchInputs& in,
   f.evidence = count_text(workers) + " loader processes on " + count_text(*in.cores) +
                " cores while the GPU is busy " + pct_text(*gpu_busy(in));
   if (in.runnable_processes)
-    f.evidence += "; " + format_number(*in.runnable_processes) + " job processes runnable on average";
+    f.evidence += "; " + format_number(*in.runnable_processes) +
+                  " job processes runnable on average" +
+                  (contending ? " (more than the " + count_text(*in.cores) + " cores)" : "");
   if (in.mean_core_pct) f.evidence += ", all cores " + pct_text(*in.mean_core_pct) + " busy";
   if (in.busiest_core_pct) f.evidence += " (busiest " + pct_text(*in.busiest_core_pct) + ")";
   f.advice = "the workers contend for the cores and the main process collects batches from all "

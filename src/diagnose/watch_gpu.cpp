@@ -34,6 +34,9 @@ std::optional<Finding> no_gpu_rule(const WatchInputs& in) {
 
 std::optional<Finding> job_not_using_gpu_rule(const WatchInputs& in, const WatchThresholds& t) {
   if (!in.util_pct) return std::nullopt;
+  // The CUDA-activity library saw the job's kernels run: it uses the GPU, however little (a
+  // starved or stuck job is judged by the rules on why the GPU waits).
+  if (in.cuda_kernels && *in.cuda_kernels > 0) return std::nullopt;
   Finding f;
   f.id = "job_not_using_gpu";
   f.status = Status::fail;

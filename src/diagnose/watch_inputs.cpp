@@ -102,6 +102,7 @@ WatchInputs read_watch_inputs(const Run& run) {
   in.idle_host_pct = value_of(run, "watch.cuda.idle.host.pct");
   in.idle_sync_pct = value_of(run, "watch.cuda.idle.sync.pct");
   in.kernels_per_s = value_of(run, "watch.cuda.kernels.per_s");
+  in.cuda_kernels = value_of(run, "watch.cuda.kernels.count");
   in.kernel_median_us = value_of(run, "watch.cuda.kernel.median.us");
   in.tiny_kernels_pct = value_of(run, "watch.cuda.tiny_kernels.pct");
   in.tiny_kernel_time_pct = value_of(run, "watch.cuda.tiny_kernel_time.pct");
@@ -121,6 +122,8 @@ WatchInputs read_watch_inputs(const Run& run) {
   in.io_wait_pid = param_of(run, "watch.job.io_wait.pct", "pid");
   in.io_wait_comm = param_of(run, "watch.job.io_wait.pct", "comm");
   in.runnable_processes = value_of(run, "watch.job.runnable_processes");
+  in.job_disk_read_mbps = value_of(run, "watch.job.disk_read.mbps");
+  in.disk_read_mbps = value_of(run, "watch.disk.read.mbps");
 
   in.samples = value_of(run, "watch.samples");
   const auto interval = value_of(run, "watch.interval.s");

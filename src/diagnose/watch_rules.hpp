@@ -44,6 +44,7 @@ struct WatchInputs {
   // Inside the job (watch.cuda.*: the CUDA-activity library) and its threads' states.
   std::optional<double> cuda_busy_pct, cuda_idle_pct, data_wait_pct, idle_host_pct, idle_sync_pct;
   std::optional<double> kernels_per_s, kernel_median_us, tiny_kernels_pct, tiny_kernel_time_pct;
+  std::optional<double> cuda_kernels;  // kernels the library saw in the judged window
   std::optional<double> h2d_pageable_gb, h2d_pageable_share_pct, h2d_pageable_gbps,
       h2d_pinned_gbps;
   std::optional<double> syncs_per_s, sync_mean_ms, idle_gap_step_ms, long_gaps_per_s;
@@ -52,6 +53,7 @@ struct WatchInputs {
   std::optional<double> io_wait_process_pct;  // the job process most often in disk wait
   std::string io_wait_pid, io_wait_comm;
   std::optional<double> runnable_processes;
+  std::optional<double> job_disk_read_mbps, disk_read_mbps;  // the job's reads, all disks' reads
   // How long the job was watched (samples x interval, else the run's duration).
   std::optional<double> watched_s;
   std::optional<double> samples;
@@ -95,7 +97,9 @@ std::optional<Finding> gpu_bound_rule(const WatchInputs& in, const WatchThreshol
 std::optional<Finding> input_bound_cpu_rule(const WatchInputs& in, const WatchThresholds& t);
 // One non-loader (or unidentified) process saturated while cores sit idle.
 std::optional<Finding> one_process_rule(const WatchInputs& in, const WatchThresholds& t);
-// iowait high and the busiest disk busy; also fires without a GPU figure (the job still waits).
+// iowait high and the busiest disk busy, or one job process mostly in disk wait while the job's
+// own reads keep the disk busy (per process: one synchronous reader keeps the machine's iowait
+// low); also fires without a GPU figure (the job still waits).
 std::optional<Finding> storage_bound_rule(const WatchInputs& in, const WatchThresholds& t);
 // The GPU waits although no core, process or disk is saturated.
 std::optional<Finding> launch_bound_rule(const WatchInputs& in, const WatchThresholds& t);
@@ -103,7 +107,9 @@ std::optional<Finding> launch_bound_rule(const WatchInputs& in, const WatchThres
 // --- Inside the job: CUDA activity and thread states (watch_cuda.cpp) ---
 // GPU idle waiting for the next batch (data wait share of wall time).
 std::optional<Finding> input_wait_rule(const WatchInputs& in, const WatchThresholds& t);
-// Many more loader processes than cores while the GPU waits.
+// More loader processes than the cores can run while the GPU waits: at least workers_per_core
+// per core, or more worker processes than cores with more job processes runnable on average
+// than there are cores.
 std::optional<Finding> workers_oversubscribed_rule(const WatchInputs& in, const WatchThresholds& t);
 std::optional<Finding> pageable_copies_rule(const WatchInputs& in);
 std::optional<Finding> host_sync_rule(const WatchInputs& in, const WatchThresholds& t);

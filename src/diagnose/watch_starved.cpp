@@ -180,9 +180,15 @@ std::optional<Finding> storage_bound_rule(const WatchInputs& in, const WatchThre
   // One process reading synchronously keeps 1 of N cores in iowait: the machine's iowait stays
   // low, but that process spends most of its time in disk wait (D).
   const CudaWatchThresholds& c = cuda_watch_thresholds();
+  // The job's share of what the disks read, when both were measured: the disk is busy for the
+  // job, not for a neighbour (then the job's disk wait is someone else's doing).
+  std::optional<double> job_share;
+  if (in.job_disk_read_mbps && in.disk_read_mbps && *in.disk_read_mbps > 0)
+    job_share = std::min(100.0, 100.0 * *in.job_disk_read_mbps / *in.disk_read_mbps);
   const bool process = in.io_wait_process_pct &&
                        *in.io_wait_process_pct >= c.process_io_wait_pct &&
-                       *in.disk_util_pct >= c.process_io_disk_pct;
+                       *in.disk_util_pct >= c.process_io_disk_pct &&
+                       (!job_share || *job_share >= c.process_io_disk_share_pct);
   if (!machine && !process) return std::nullopt;
   Finding f;
   f.id = "storage_bound";
@@ -197,6 +203,10 @@ std::optional<Finding> storage_bound_rule(const WatchInputs& in, const WatchThre
     f.evidence += "job process " + (who.empty() ? std::string() : "(" + join(who, ", ") + ") ") +
                   "is in disk wait " + pct_text(*in.io_wait_process_pct) + " of the time and " +
                   disk + " is " + pct_text(*in.disk_util_pct) + " busy";
+    if (job_share)
+      f.evidence += ", about " + pct_text(*in.disk_util_pct * *job_share / 100.0) +
+                    " of it for the job's own reads (" + format_number(*in.job_disk_read_mbps) +
+                    " MB/s, " + pct_text(*job_share) + " of the bytes read)";
     if (in.iowait_pct && !machine)
       f.evidence += " (machine iowait only " + pct_text(*in.iowait_pct) +
                     ": one process waits, the other cores do not)";

@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+
+#include "watch/steady_window.hpp"
 
 namespace gb::watch {
 
@@ -21,6 +24,7 @@ namespace {
 
 constexpr std::uint64_t kRingReadNs = 250'000'000;     // rings are read 4 times a second
 constexpr std::uint64_t kThreadScanNs = 1'000'000'000;  // launcher threads looked for again
+constexpr std::uint64_t kIoReadNs = 1'000'000'000;   // /proc/<pid>/io read once a second
 constexpr int kMaxTickHz = 100;
 constexpr int kReadsPerSecond = 2000;  // /proc stat reads the ticker allows itself (~1 % CPU)
 
@@ -69,6 +73,20 @@ std::string read_comm(const std::string& path) {
   std::string s(buf, static_cast<std::size_t>(n));
   while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
   return s;
+}
+
+// read_bytes of /proc/<pid>/io: what the process made the storage layer fetch.
+std::optional<std::uint64_t> read_io_bytes(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  const char* p = std::strstr(buf, "\nread_bytes:");
+  if (!p) return std::nullopt;
+  return std::strtoull(p + 12, nullptr, 10);
 }
 
 std::string status_name(ca::StatusCode c) {
@@ -157,12 +175,59 @@ CudaActivitySetup prepare_cuda_activity(bool want, bool command_given, double in
            {"GPUBASE_CUDA_RING_DIR", s.ring_dir},
            {"GPUBASE_CUDA_INTERVAL_MS", std::to_string(interval_ms)}};
   if (!s.cupti.empty()) s.env.emplace_back("GPUBASE_CUPTI_PATH", s.cupti);
+  // The job's NVTX ranges reach CUPTI through the same library (a tool the user named wins).
+  if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); !nvtx || !*nvtx)
+    s.env.emplace_back("NVTX_INJECTION64_PATH", s.library);
   s.enabled = true;
   return s;
 }
 
 CudaMonitor::CudaMonitor(CudaActivitySetup setup, std::string proc_root)
-    : setup_(std::move(setup)), proc_root_(std::move(proc_root)) {}
+    : setup_(std::move(setup)), proc_root_(std::move(proc_root)), start_ns_(mono_ns()) {}
+
+std::uint64_t CudaMonitor::steady_start_ns() const {
+  return first_kernel_ns_ ? first_kernel_ns_ + static_cast<std::uint64_t>(kWarmupS * 1e9)
+                          : UINT64_MAX;
+}
+
+void CudaMonitor::IoSpan::add(std::uint64_t now_ns, std::uint64_t delta) {
+  // The first read only sets where the span starts; bytes count from the next one on.
+  if (from_ns == 0)
+    from_ns = now_ns;
+  else
+    bytes += delta;
+  to_ns = now_ns;
+}
+
+std::optional<double> CudaMonitor::IoSpan::mbps() const {
+  if (to_ns <= from_ns) return std::nullopt;
+  return static_cast<double>(bytes) / 1e6 / (static_cast<double>(to_ns - from_ns) / 1e9);
+}
+
+void CudaMonitor::read_io(std::uint64_t now_ns, bool steady) {
+  std::uint64_t delta = 0;
+  bool any = false;
+  std::map<int, std::uint64_t> now;
+  for (const int pid : tree_) {
+    const auto bytes = read_io_bytes(proc_root_ + "/" + std::to_string(pid) + "/io");
+    if (!bytes) continue;
+    any = true;
+    now[pid] = *bytes;
+    const auto it = io_last_.find(pid);
+    // A process that appeared since the first read counts its reads from its start.
+    const std::uint64_t before = it != io_last_.end() ? it->second : io_seen_ ? 0 : *bytes;
+    if (*bytes > before) delta += *bytes - before;
+  }
+  if (!any) return;
+  io_last_ = std::move(now);
+  io_seen_ = true;
+  io_run_.add(now_ns, delta);
+  if (steady) io_steady_.add(now_ns, delta);
+}
+
+bool CudaMonitor::steady_judged() const {
+  return first_kernel_ns_ && static_cast<double>(steady_.wall_ns()) >= kMinSteadyS * 1e9;
+}
 
 CudaMonitor::~CudaMonitor() {
   finish();
@@ -243,10 +308,13 @@ void CudaMonitor::tick(std::uint64_t now_ns) {
     if (s == ca::ThreadState::running) t.launcher_running = true;
     if (tid == launcher && s == ca::ThreadState::disk) t.launcher_disk = true;
   }
+  // Ticks from the steady start on (known ~1 s after the first kernel, well before it).
+  const bool steady = now_ns >= steady_start_ns();
   auto count_process = [&](int pid, const StatState& st) {
     const ca::ThreadState s = ca::thread_state(st.state);
-    for (auto* m : {&run_ticks_, &interval_ticks_}) {
-      ProcessTicks& p = (*m)[pid];
+    for (ThreadCounts* c : {&threads_run_, &threads_interval_, &threads_steady_}) {
+      if (c == &threads_steady_ && !steady) continue;
+      ProcessTicks& p = c->processes[pid];
       p.comm = st.comm;
       ++p.seen;
       if (s == ca::ThreadState::disk) ++p.disk;
@@ -262,17 +330,20 @@ void CudaMonitor::tick(std::uint64_t now_ns) {
     ++t.workers;
     if (s == ca::ThreadState::running || s == ca::ThreadState::disk) ++t.workers_busy;
   }
-  if (t.launcher_running) {
-    ++launcher_running_run_;
-    ++launcher_running_interval_;
+  for (ThreadCounts* c : {&threads_run_, &threads_interval_, &threads_steady_}) {
+    if (c == &threads_steady_ && !steady) continue;
+    ++c->ticks;
+    c->runnable += runnable;
+    if (t.launcher_running) ++c->launcher_running;
   }
-  ++ticks_run_;
-  ++ticks_interval_;
-  runnable_run_ += runnable;
-  runnable_interval_ += runnable;
+  if (now_ns - last_io_read_ns_ >= kIoReadNs) {
+    read_io(now_ns, steady);
+    last_io_read_ns_ = now_ns;
+  }
   if (setup_.enabled) attribution_.add_tick(t);
   // Bounded: a job that forks many short-lived processes keeps the busiest 1024 in mind.
-  for (auto* m : {&run_ticks_, &interval_ticks_})
+  for (auto* m : {&threads_run_.processes, &threads_interval_.processes,
+                  &threads_steady_.processes})
     if (m->size() > 1024) {
       auto least = std::min_element(m->begin(), m->end(), [](const auto& a, const auto& b) {
         return a.second.disk < b.second.disk;
@@ -314,10 +385,18 @@ void CudaMonitor::read_rings() {
                          std::string(r.status_text, strnlen(r.status_text, ca::kStatusChars));
         continue;
       }
+      std::uint64_t kernels = 0;
+      for (std::uint32_t d = 0; d < r.devices && d < ca::kMaxDevices; ++d)
+        kernels += r.dev[d].kernels;
+      if (kernels > 0 && (!first_kernel_ns_ || r.t0_ns < first_kernel_ns_)) {
+        first_kernel_ns_ = r.t0_ns;
+        attribution_.set_window_start(steady_start_ns());
+      }
       run_.add(r);
       interval_.add(r);
+      if (r.t0_ns >= steady_start_ns()) steady_.add(r);
       attribution_.add_record(r);
-      for (std::uint32_t d = 0; d < r.devices; ++d) ring.kernels += r.dev[d].kernels;
+      ring.kernels += kernels;
     }
     if (!alive) {
       ring.ended = true;
@@ -339,14 +418,20 @@ std::pair<CudaInterval, JobThreadsInterval> CudaMonitor::take_interval() {
   std::lock_guard<std::mutex> lock(mu_);
   CudaInterval c = interval_.interval();
   interval_ = CudaTotals();
+  if (first_kernel_ns_) {
+    const std::uint64_t now = mono_ns();
+    c.since_first_kernel_s =
+        now > first_kernel_ns_ ? static_cast<double>(now - first_kernel_ns_) / 1e9 : 0.0;
+  }
   JobThreadsInterval t;
-  if (ticks_interval_ > 0) {
-    const double n = static_cast<double>(ticks_interval_);
+  const ThreadCounts& ti = threads_interval_;
+  if (ti.ticks > 0) {
+    const double n = static_cast<double>(ti.ticks);
     t.ticks = n;
-    t.runnable_processes = runnable_interval_ / n;
-    t.launcher_running_pct = 100.0 * static_cast<double>(launcher_running_interval_) / n;
+    t.runnable_processes = ti.runnable / n;
+    t.launcher_running_pct = 100.0 * static_cast<double>(ti.launcher_running) / n;
     double worst = -1;
-    for (const auto& [pid, p] : interval_ticks_) {
+    for (const auto& [pid, p] : ti.processes) {
       if (!p.seen) continue;
       const double share = 100.0 * static_cast<double>(p.disk) / static_cast<double>(p.seen);
       if (share > worst) {
@@ -357,10 +442,7 @@ std::pair<CudaInterval, JobThreadsInterval> CudaMonitor::take_interval() {
     }
     if (worst >= 0) t.io_wait_pct = worst;
   }
-  interval_ticks_.clear();
-  ticks_interval_ = 0;
-  runnable_interval_ = 0;
-  launcher_running_interval_ = 0;
+  threads_interval_ = ThreadCounts();
   return {c, t};
 }
 
@@ -381,7 +463,24 @@ std::vector<Result> CudaMonitor::results(std::optional<double> nvml_util_pct) co
   std::lock_guard<std::mutex> lock(mu_);
   CudaTotals::Inputs in;
   in.skipped_reason = setup_.enabled ? "" : setup_.reason;
-  in.attribution = attribution_.totals();
+  const bool steady = steady_judged();
+  const CudaTotals& judged = steady ? steady_ : run_;
+  in.attribution = steady ? attribution_.window_totals() : attribution_.totals();
+  in.run_kernels = run_.kernels();
+  if (steady) {
+    const double from =
+        (static_cast<double>(steady_start_ns()) - static_cast<double>(start_ns_)) / 1e9;
+    const double first =
+        (static_cast<double>(first_kernel_ns_) - static_cast<double>(start_ns_)) / 1e9;
+    in.window_note = "the steady state, " + clock_text(from) + "-" +
+                     clock_text(from + static_cast<double>(steady_.wall_ns()) / 1e9) +
+                     ": start-up before the first kernel (" + clock_text(first) + ") and a " +
+                     clock_text(kWarmupS).substr(3) + "-s warm-up excluded";
+  } else if (first_kernel_ns_) {
+    in.window_note = "all CUDA activity: the job ran less than " +
+                     std::to_string(static_cast<int>(kWarmupS + kMinSteadyS)) +
+                     " s after its first kernel, so no warm-up was left out";
+  }
   in.lost_records = lost_;
   in.nvml_util_pct = nvml_util_pct;
   std::string notes;
@@ -398,15 +497,17 @@ std::vector<Result> CudaMonitor::results(std::optional<double> nvml_util_pct) co
     else if (!notes.empty())
       in.skipped_reason = notes;
   }
-  std::vector<Result> out = run_.results(in);
+  std::vector<Result> out = judged.results(in);
 
-  // Thread states of the job's processes (also without CUDA activity).
-  if (ticks_run_ > 0) {
-    const double n = static_cast<double>(ticks_run_);
+  // Thread states of the job's processes (also without CUDA activity), over the same window.
+  const ThreadCounts& tc =
+      steady && threads_steady_.ticks > 0 ? threads_steady_ : threads_run_;
+  if (tc.ticks > 0) {
+    const double n = static_cast<double>(tc.ticks);
     double worst = -1;
     int worst_pid = 0;
     std::string worst_comm;
-    for (const auto& [pid, p] : run_ticks_) {
+    for (const auto& [pid, p] : tc.processes) {
       if (p.seen < 10) continue;  // a process seen a moment only says little
       // Share of the whole run, so a short-lived process does not look blocked throughout.
       const double share = 100.0 * static_cast<double>(p.disk) / n;
@@ -433,17 +534,24 @@ std::vector<Result> CudaMonitor::results(std::optional<double> nvml_util_pct) co
                       worst);
       r.param("pid", std::to_string(worst_pid));
       r.param("comm", worst_comm);
-      r.param("samples", std::to_string(ticks_run_));
+      r.param("samples", std::to_string(tc.ticks));
       out.push_back(std::move(r));
     }
     Result runnable = make("watch.job.runnable_processes",
                            "job processes running or runnable, mean (sampled)", "processes",
-                           runnable_run_ / n);
-    runnable.param("samples", std::to_string(ticks_run_));
+                           tc.runnable / n);
+    runnable.param("samples", std::to_string(tc.ticks));
     out.push_back(std::move(runnable));
     out.push_back(make("watch.job.launcher_running.pct",
                        "the CUDA-launching threads on a CPU, share of the time", "%",
-                       100.0 * static_cast<double>(launcher_running_run_) / n));
+                       100.0 * static_cast<double>(tc.launcher_running) / n));
+    const IoSpan& io = steady && io_steady_.mbps() ? io_steady_ : io_run_;
+    if (const auto mbps = io.mbps()) {
+      Result r = make("watch.job.disk_read.mbps",
+                      "storage reads of the job's processes (read_bytes)", "MB/s", *mbps);
+      r.param("source", "/proc/<pid>/io of every process of the job, once a second");
+      out.push_back(std::move(r));
+    }
   }
   return out;
 }

@@ -79,8 +79,17 @@ class CudaMonitor {
     std::uint64_t disk = 0;  // ticks in D
     std::uint64_t seen = 0;
   };
+  // Thread states over some span: per process, and the job's totals.
+  struct ThreadCounts {
+    std::map<int, ProcessTicks> processes;
+    std::uint64_t ticks = 0;
+    double runnable = 0;
+    std::uint64_t launcher_running = 0;
+  };
   void run();
   void find_launcher_threads(int pid);
+  // Once a second: the bytes the job's processes read from storage (/proc/<pid>/io).
+  void read_io(std::uint64_t now_ns, bool steady);
 
   CudaActivitySetup setup_;
   std::string proc_root_;
@@ -92,16 +101,31 @@ class CudaMonitor {
   std::map<std::uint32_t, std::string> statuses_;  // pid -> last status text
   std::vector<std::string> ring_errors_;
   std::uint64_t lost_ = 0;
-  CudaTotals run_, interval_;
+  // run_: every record from the first CUDA work; steady_: those from kWarmupS after the first
+  // kernel (watch/steady_window.hpp), the window the results judge when it is long enough.
+  CudaTotals run_, interval_, steady_;
+  std::uint64_t start_ns_ = 0;         // CLOCK_MONOTONIC when the monitor was made
+  std::uint64_t first_kernel_ns_ = 0;  // start of the first interval record with kernels
   cuda_activity::IdleAttribution attribution_;
   int launcher_pid_ = 0;
   std::vector<int> launcher_tids_;
   std::uint64_t last_thread_scan_ns_ = 0;
-  // Thread states over the run and in the current interval.
-  std::map<int, ProcessTicks> run_ticks_, interval_ticks_;
-  std::uint64_t ticks_run_ = 0, ticks_interval_ = 0;
-  double runnable_run_ = 0, runnable_interval_ = 0;
-  std::uint64_t launcher_running_run_ = 0, launcher_running_interval_ = 0;
+  // Thread states over the run, in the current interval and in the steady window.
+  ThreadCounts threads_run_, threads_interval_, threads_steady_;
+  bool steady_judged() const;
+  std::uint64_t steady_start_ns() const;
+  // Storage reads of the job's processes: read_bytes by pid at the last read, and the bytes
+  // read between the first and the last read of the run and of the steady window.
+  struct IoSpan {
+    std::uint64_t from_ns = 0, to_ns = 0;
+    std::uint64_t bytes = 0;
+    void add(std::uint64_t now_ns, std::uint64_t delta);
+    std::optional<double> mbps() const;
+  };
+  std::map<int, std::uint64_t> io_last_;
+  bool io_seen_ = false;
+  std::uint64_t last_io_read_ns_ = 0;
+  IoSpan io_run_, io_steady_;
 };
 
 }  // namespace gb::watch

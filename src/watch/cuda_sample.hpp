@@ -18,6 +18,9 @@ struct CudaInterval {
   std::optional<double> d2h_pageable_gbps, d2h_pinned_gbps;
   std::optional<double> syncs_per_s;
   std::optional<double> sync_blocked_pct;  // host time inside synchronizations
+  // Seconds from the start of the job's first kernel to the end of this interval (empty until
+  // a kernel was seen): where the steady window begins (watch/steady_window.hpp).
+  std::optional<double> since_first_kernel_s;
 };
 
 // From the thread-state ticks of one interval.

@@ -103,6 +103,15 @@ void CudaTotals::add(const ca::IntervalRecord& r) {
     k.count += t.count;
     k.tensor = t.tensor_core_guess != 0;
   }
+  nvtx_ranges_ += r.nvtx_ranges;
+  for (const ca::RangeTop& t : r.nvtx) {
+    if (!t.name[0]) break;
+    const std::string name(t.name, strnlen(t.name, ca::kRangeChars));
+    if (ranges_.size() >= kMaxRangeNames && !ranges_.count(name)) continue;
+    RangeSums& g = ranges_[name];
+    g.ns += t.ns;
+    g.count += t.count;
+  }
 }
 
 std::optional<double> CudaTotals::busy_pct() const {
@@ -188,7 +197,9 @@ std::vector<Result> CudaTotals::results(const Inputs& in) const {
                       true, "");
   busy.param("source", "CUPTI: union of kernel, copy and memset spans");
   busy.param("device", "CUDA device " + std::to_string(busiest_device()));
-  busy.param("covers", fixed(wall_s, 1) + " s from the job's first CUDA work");
+  busy.param("covers", fixed(wall_s, 1) + " s, " +
+                          (in.window_note.empty() ? "from the job's first CUDA work"
+                                                  : in.window_note));
   busy.param("processes", std::to_string(in.processes));
   if (!in.status_note.empty()) busy.param("collection", in.status_note);
   std::uint64_t dropped = 0, late = 0, overflow = 0;
@@ -238,6 +249,10 @@ std::vector<Result> CudaTotals::results(const Inputs& in) const {
     out.push_back(std::move(count));
   }
 
+  Result kernel_count = value("watch.cuda.kernels.count", "kernels run in the judged window",
+                              "kernels", static_cast<double>(kernels_), true, "");
+  kernel_count.param("whole run", std::to_string(std::max(in.run_kernels, kernels_)));
+  out.push_back(std::move(kernel_count));
   out.push_back(value("watch.cuda.kernels.per_s", "kernels per second", "/s",
                       per_s(static_cast<double>(kernels_), wall), true, ""));
   out.push_back(value("watch.cuda.kernel.median.us", "kernel duration, median", "µs",
@@ -341,6 +356,32 @@ std::vector<Result> CudaTotals::results(const Inputs& in) const {
                                                      static_cast<double>(syncs_))
                              : std::nullopt,
                       false, "no synchronizations"));
+
+  // NVTX ranges the job marked.
+  if (nvtx_ranges_ == 0) {
+    out.push_back(Result::skipped("watch.cuda.nvtx.ranges.per_s", "NVTX ranges per second", "/s",
+                                  "the job marked no NVTX ranges (or another tool took its NVTX)"));
+  } else {
+    Result per_s_result = value("watch.cuda.nvtx.ranges.per_s", "NVTX ranges per second", "/s",
+                                per_s(static_cast<double>(nvtx_ranges_), wall), false, "");
+    per_s_result.param("names", std::to_string(ranges_.size()));
+    out.push_back(std::move(per_s_result));
+    std::vector<std::pair<std::string, RangeSums>> by_time(ranges_.begin(), ranges_.end());
+    std::sort(by_time.begin(), by_time.end(),
+              [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+    for (std::size_t i = 0; i < std::min<std::size_t>(by_time.size(), ca::kTopRanges); ++i) {
+      const auto& [name, g] = by_time[i];
+      Result r = value("watch.cuda.nvtx.top" + std::to_string(i + 1) + ".pct",
+                       "NVTX range #" + std::to_string(i + 1) + " by time, share of wall time", "%",
+                       100.0 * static_cast<double>(g.ns) / static_cast<double>(wall), false, "");
+      r.param("name", name);
+      r.param("ranges", std::to_string(g.count));
+      if (g.count)
+        r.param("mean", fixed(static_cast<double>(g.ns) / 1e6 / static_cast<double>(g.count), 3) +
+                            " ms");
+      out.push_back(std::move(r));
+    }
+  }
 
   // Why the GPU was idle.
   const ca::AttributionTotals& a = in.attribution;

@@ -19,6 +19,7 @@ namespace gb::watch {
 class CudaTotals {
  public:
   static constexpr std::size_t kMaxKernelNames = 1024;
+  static constexpr std::size_t kMaxRangeNames = 256;
 
   void add(const cuda_activity::IntervalRecord& r);
   bool empty() const { return records_ == 0; }
@@ -45,6 +46,10 @@ class CudaTotals {
     std::uint64_t lost_records = 0;  // ring records the watcher missed
     cuda_activity::AttributionTotals attribution;
     std::optional<double> nvml_util_pct;  // for the cross-check
+    // What these totals cover (watch/steady_window.hpp), in words; empty: from the job's first
+    // CUDA work. run_kernels: kernels over the whole run, warm-up included.
+    std::string window_note;
+    std::uint64_t run_kernels = 0;
   };
   std::vector<Result> results(const Inputs& in) const;
 
@@ -72,6 +77,12 @@ class CudaTotals {
   std::map<std::uint32_t, ProcessCounters> counters_;
   std::map<std::string, KernelSums> names_;
   std::uint64_t named_other_ns_ = 0;
+  struct RangeSums {
+    std::uint64_t ns = 0;
+    std::uint64_t count = 0;
+  };
+  std::map<std::string, RangeSums> ranges_;  // NVTX, by name (each interval's longest 8)
+  std::uint64_t nvtx_ranges_ = 0;            // every range that ended, all names
 };
 
 }  // namespace gb::watch

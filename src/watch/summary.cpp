@@ -8,6 +8,7 @@
 #include <initializer_list>
 
 #include "watch/host.hpp"
+#include "watch/steady_window.hpp"
 
 namespace gb::watch {
 
@@ -585,43 +586,75 @@ std::optional<double> SampleAccumulator::gpu_util_mean() const {
 }
 
 WatchSummary::WatchSummary(std::size_t max_series_points)
-    : all_(max_series_points), window_(max_series_points) {}
+    : all_(max_series_points), window_(max_series_points), steady_(max_series_points) {}
 
-void WatchSummary::flush_tail() {
-  for (const WatchSample& t : tail_) window_.add(t);
-  tail_.clear();
-  tail_s_ = 0;
+void WatchSummary::Window::flush_tail() {
+  for (const WatchSample& t : tail) {
+    acc.add(t);
+    end_s = t.t_s;
+  }
+  tail.clear();
+  tail_s = 0;
+}
+
+void WatchSummary::Window::add(const WatchSample& s, bool active) {
+  if (!begin_s) begin_s = s.t_s - s.interval_s;
+  if (active) {
+    flush_tail();
+    acc.add(s);
+    end_s = s.t_s;
+    return;
+  }
+  tail.push_back(s);
+  tail_s += s.interval_s;
+  if (tail_s > kMaxIdleTailS) flush_tail();
+}
+
+std::optional<double> WatchSummary::gpu_start_s() const {
+  return cuda_start_s_ ? cuda_start_s_ : nvml_start_s_;
 }
 
 void WatchSummary::add(const WatchSample& s) {
   all_.add(s);
+  if (s.cuda.since_first_kernel_s) {
+    const double t = std::max(0.0, s.t_s - *s.cuda.since_first_kernel_s);
+    if (!cuda_start_s_ || t < *cuda_start_s_) cuda_start_s_ = t;
+  }
   const double util = s.gpu.util_pct.value_or(0.0);
-  if (!window_start_s_) {
-    if (util < kBusyUtilPct) return;
-    window_start_s_ = s.t_s - s.interval_s;
-  }
-  if (util >= kActiveUtilPct) {
-    flush_tail();
-    window_.add(s);
-    return;
-  }
-  tail_.push_back(s);
-  tail_s_ += s.interval_s;
-  if (tail_s_ > kMaxIdleTailS) flush_tail();
+  if (!nvml_start_s_ && util >= kBusyUtilPct) nvml_start_s_ = s.t_s - s.interval_s;
+  const std::optional<double> start = gpu_start_s();
+  if (!start) return;
+  const bool active = util >= kActiveUtilPct || s.cuda.kernels_per_s.value_or(0.0) > 0;
+  window_.add(s, active);
+  // The first kernel is known about a second after it ran, well inside the warm-up, so no
+  // sample of the steady window is missed.
+  if (s.t_s - s.interval_s >= *start + kWarmupS - 1e-6) steady_.add(s, active);
 }
 
 std::vector<Result> WatchSummary::results(const SummaryContext& ctx) const {
-  const bool windowed = window_start_s_.has_value() && window_.samples() > 0;
-  std::vector<Result> figures = windowed ? window_.results(ctx) : all_.results(ctx);
+  const std::optional<double> start = gpu_start_s();
+  const bool steady = start && steady_.acc.samples() > 0 && steady_.acc.duration_s() >= kMinSteadyS;
+  const bool windowed = !steady && start && window_.acc.samples() > 0;
+  const Window* w = steady ? &steady_ : windowed ? &window_ : nullptr;
+  std::vector<Result> figures = w ? w->acc.results(ctx) : all_.results(ctx);
   const double run_s = all_.duration_s();
-  const double window_s = windowed ? window_.duration_s() : run_s;
-  const double startup_s = windowed ? *window_start_s_ : 0.0;
-  std::string scope = windowed ? "the working window: from the first interval with the GPU busy "
-                                 "(>= 5 %) to the last with GPU activity, " +
-                                     std::to_string(static_cast<long>(window_s + 0.5)) + " of " +
-                                     std::to_string(static_cast<long>(run_s + 0.5)) + " s"
-                               : "the whole run (the GPU never got busy)";
-  if (!ctx.gpu_unavailable_reason.empty()) scope = "the whole run";
+  const double window_s = w ? w->acc.duration_s() : run_s;
+  const double startup_s = w ? *start : 0.0;
+  const std::string first_work =
+      cuda_start_s_ ? "the job's first kernel" : "the first interval with the GPU >= 5 % busy";
+  const std::string share = std::to_string(static_cast<long>(window_s + 0.5)) + " of " +
+                            std::to_string(static_cast<long>(run_s + 0.5)) + " s";
+  std::string scope = "the whole run (the GPU never got busy)";
+  if (w) {
+    const double begin = w->begin_s.value_or(*start);
+    scope = "judged over " + clock_text(begin) + "-" + clock_text(w->end_s) + ", " + share +
+            (steady ? ": the steady state; start-up before " + first_work + " (" +
+                          clock_text(*start) + ") and a " +
+                          std::to_string(static_cast<int>(kWarmupS)) + "-s warm-up excluded"
+                    : ": the working window from " + first_work + " (" + clock_text(*start) +
+                          "); too short to leave a warm-up out");
+  }
+  if (!ctx.gpu_unavailable_reason.empty() && !w) scope = "the whole run";
   for (Result& r : figures)
     if (r.key == "watch.gpu.util.pct" && r.value) r.param("over", scope);
 
@@ -630,8 +663,10 @@ std::vector<Result> WatchSummary::results(const SummaryContext& ctx) const {
   out.push_back(value_result("watch.window.s", "the figures below cover", "s", window_s, true,
                              ""));
   out.back().param("over", scope);
-  out.push_back(value_result("watch.startup.s", "start-up before the GPU got busy", "s",
+  out.push_back(value_result("watch.startup.s", "start-up before the job's first GPU work", "s",
                              startup_s, false, ""));
+  out.push_back(value_result("watch.warmup.s", "warm-up after the first GPU work, left out", "s",
+                             steady ? kWarmupS : 0.0, false, ""));
   out.push_back(value_result("watch.duration.s", "watched in all", "s", run_s, true, ""));
   out.push_back(value_result("watch.gpu.util.run.pct", "GPU utilization over the whole run", "%",
                              all_.gpu_util_mean(), true,

@@ -117,13 +117,16 @@ class SampleAccumulator {
   std::optional<int> pcie_gen_min_, pcie_gen_max_, pcie_width_min_, pcie_width_max_;
 };
 
-// The summary of a watch run. The figures describe the job's working window: from the first
-// interval in which the GPU was busy (>= kBusyUtilPct) to the last one with any GPU activity
-// (>= kActiveUtilPct), so the start-up (imports, dataset indexing, model build) and the
-// shutdown do not dilute a training job's utilization, while a starved job, whose GPU only
-// flickers, keeps all of its working time. Idle stretches inside the window count (an evaluation
-// pass on the CPU is part of the job); an idle tail longer than kMaxIdleTailS counts too (the
-// job really went idle). A run whose GPU never got busy, or without a GPU, is summarised whole.
+// The summary of a watch run. The figures judge the job's steady state (watch/steady_window.hpp):
+// from kWarmupS after its first GPU work -- the first kernel the CUDA-activity library saw, else
+// the first interval in which NVML saw the GPU busy (>= kBusyUtilPct) -- to the last interval
+// with GPU activity (>= kActiveUtilPct, or kernels), so the start-up (imports, dataset
+// indexing, model build), the first steps' autotuning and the shutdown do not dilute a training
+// job's figures, while a starved job, whose GPU only flickers, keeps all of its working time.
+// Idle stretches inside the window count (an evaluation pass on the CPU is part of the job); an
+// idle tail longer than kMaxIdleTailS counts too (the job really went idle). A steady window
+// shorter than kMinSteadyS falls back to the working window with the warm-up; a run whose GPU
+// never got busy, or without a GPU, is summarised whole.
 class WatchSummary {
  public:
   static constexpr double kBusyUtilPct = 5.0;
@@ -135,17 +138,28 @@ class WatchSummary {
   std::size_t samples() const { return all_.samples(); }
   double duration_s() const { return all_.duration_s(); }
 
-  // The watch.* results, plus watch.window.s, watch.startup.s and watch.gpu.util.run.pct (the
-  // whole run's mean) describing the window.
+  // The watch.* results, plus watch.window.s, watch.startup.s, watch.warmup.s and
+  // watch.window.gpu_util_run.pct (the whole run's mean) describing the window.
   std::vector<Result> results(const SummaryContext& ctx) const;
 
  private:
-  void flush_tail();
+  // Samples from a start on; idle samples wait in a tail until activity follows (or the tail
+  // grows past kMaxIdleTailS), so an idle end of the run is left out.
+  struct Window {
+    explicit Window(std::size_t max_series_points) : acc(max_series_points) {}
+    void add(const WatchSample& s, bool active);
+    void flush_tail();
+    SampleAccumulator acc;
+    std::vector<WatchSample> tail;
+    double tail_s = 0;
+    std::optional<double> begin_s;  // start of the first sample
+    double end_s = 0;               // end of the last sample counted
+  };
+  std::optional<double> gpu_start_s() const;
   SampleAccumulator all_;
-  SampleAccumulator window_;
-  std::vector<WatchSample> tail_;  // idle samples after the last busy one, not yet counted
-  double tail_s_ = 0;
-  std::optional<double> window_start_s_;
+  Window window_;  // from the first GPU work
+  Window steady_;  // from kWarmupS after it
+  std::optional<double> cuda_start_s_, nvml_start_s_;
 };
 
 }  // namespace gb::watch

@@ -166,6 +166,7 @@ std::span<const SectionRule> watch_section_rules() {
       {"watch.", "watch.other", "Other figures of the watched job", Layout::monitor},
       {"watch.window", "watch.window", "What the figures cover", Layout::monitor},
       {"watch.startup", "watch.window", "What the figures cover", Layout::monitor},
+      {"watch.warmup", "watch.window", "What the figures cover", Layout::monitor},
       {"watch.duration", "watch.window", "What the figures cover", Layout::monitor},
       {"watch.gpu", "watch.gpu", "GPU (NVML, sampled)", Layout::monitor},
       {"watch.cpu", "watch.cpu", "Host CPU (/proc/stat)", Layout::monitor},

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+#include <nvtx3/nvToolsExt.h>
 
 namespace {
 
@@ -60,13 +61,17 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamCreate(&s));
   float result = 0;
   for (int step = 0; step < steps; ++step) {
+    nvtxRangePushA("step");  // one NVTX range per step, "copies" nested inside it
+    nvtxRangePushA("copies");
     CHECK(cudaMemcpyAsync(d_copy, pageable.data(), kCopyBytes, cudaMemcpyHostToDevice, s));
     CHECK(cudaMemcpyAsync(d_copy, pinned, kCopyBytes, cudaMemcpyHostToDevice, s));
+    nvtxRangePop();
     for (int k = 0; k < 10; ++k) busy_kernel<<<kN / 256, 256, 0, s>>>(d_x, kN, 200);
     for (int k = 0; k < 20; ++k) tiny_kernel<<<1, 32, 0, s>>>(d_x);
     CHECK(cudaGetLastError());
     CHECK(cudaMemcpyAsync(&result, d_x, sizeof(float), cudaMemcpyDeviceToHost, s));
     CHECK(cudaStreamSynchronize(s));
+    nvtxRangePop();
     if (step == kill_at) raise(SIGKILL);
   }
   std::printf("steps %d result %g\n", steps, result);

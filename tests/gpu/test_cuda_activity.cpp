@@ -93,6 +93,23 @@ TEST(CudaActivity, KnownWorkIsCountedExactly) {
   EXPECT_LT(*wait->value, 5.0) << "a single process never waits for loader workers";
 }
 
+TEST(CudaActivity, TheJobsNvtxRangesAreCountedPerName) {
+  REQUIRE_GPU();
+  const int steps = 200;
+  const auto out = watch_job({std::to_string(steps)});
+  ASSERT_TRUE(out.exit);
+  EXPECT_EQ(out.exit->code, 0);
+  EXPECT_NEAR(value(out, "watch.cuda.nvtx.ranges.per_s") *
+                  std::stod(param(out, "watch.cuda.busy.pct", "covers")),
+              2.0 * steps, 2.0 * steps * 0.1);
+  // "step" holds everything of a step, so it has the most time; "copies" nests inside it.
+  EXPECT_EQ(param(out, "watch.cuda.nvtx.top1.pct", "name"), "step");
+  EXPECT_EQ(param(out, "watch.cuda.nvtx.top1.pct", "ranges"), std::to_string(steps));
+  EXPECT_EQ(param(out, "watch.cuda.nvtx.top2.pct", "name"), "copies");
+  EXPECT_EQ(param(out, "watch.cuda.nvtx.top2.pct", "ranges"), std::to_string(steps));
+  EXPECT_GT(value(out, "watch.cuda.nvtx.top1.pct"), value(out, "watch.cuda.nvtx.top2.pct"));
+}
+
 TEST(CudaActivity, AnErrorExitCodeIsTheJobsAndItsFiguresStay) {
   REQUIRE_GPU();
   const auto out = watch_job({"50", "3"});

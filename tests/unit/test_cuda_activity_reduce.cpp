@@ -213,3 +213,55 @@ TEST(CudaReduce, DurationBinsAreQuarterOctaves) {
     EXPECT_LT(ca::bin_lower_ns(b), ca::bin_mid_ns(b));
   }
 }
+
+TEST(CudaReduce, NvtxRangesAreSummedPerNameInTheIntervalTheyEnd) {
+  ca::IntervalReducer red(1, 100 * kMs);
+  red.add_kernel(0, T, T + kMs, kGemm);
+  // Two steps of "data" then "forward" (nested "conv" inside), one "data" across the edge.
+  red.add_range_start(1, T + 10 * kMs, "", "data");
+  red.add_range_end(1, T + 20 * kMs);
+  red.add_range_start(2, T + 20 * kMs, "", "forward");
+  red.add_range_start(3, T + 25 * kMs, "", "conv");
+  red.add_range_end(3, T + 30 * kMs);
+  red.add_range_end(2, T + 50 * kMs);
+  red.add_range_start(4, T + 60 * kMs, "", "data");
+  red.add_range_end(4, T + 65 * kMs);
+  red.add_range_start(5, T + 90 * kMs, "", "data");
+  red.add_range_end(5, T + 130 * kMs);  // ends in the second interval, counted there whole
+  const auto recs = red.close_until(T + 200 * kMs);
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].nvtx_ranges, 4u);
+  EXPECT_STREQ(recs[0].nvtx[0].name, "forward");
+  EXPECT_EQ(recs[0].nvtx[0].ns, 30 * kMs);
+  EXPECT_STREQ(recs[0].nvtx[1].name, "data");
+  EXPECT_EQ(recs[0].nvtx[1].ns, 15 * kMs);
+  EXPECT_EQ(recs[0].nvtx[1].count, 2u);
+  EXPECT_STREQ(recs[0].nvtx[2].name, "conv");
+  EXPECT_EQ(recs[0].nvtx[3].name[0], '\0');
+  EXPECT_EQ(recs[1].nvtx_ranges, 1u);
+  EXPECT_STREQ(recs[1].nvtx[0].name, "data");
+  EXPECT_EQ(recs[1].nvtx[0].ns, 40 * kMs);
+}
+
+TEST(CudaReduce, NvtxDomainsPrefixTheNameAndUnmatchedEndsAreIgnored) {
+  ca::IntervalReducer red(1, 100 * kMs);
+  red.add_kernel(0, T, T + kMs, kGemm);
+  red.add_range_end(9, T + 5 * kMs);  // its start came before collection began
+  red.add_range_start(1, T + 10 * kMs, "loader", "decode");
+  red.add_range_end(1, T + 12 * kMs);
+  const auto recs = red.close_until(T + 100 * kMs);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].nvtx_ranges, 1u);
+  EXPECT_STREQ(recs[0].nvtx[0].name, "loader/decode");
+}
+
+TEST(CudaReduce, OpenNvtxRangesAreBoundedAndOverflowIsCounted) {
+  ca::IntervalReducer red(1, 100 * kMs);
+  red.add_kernel(0, T, T + kMs, kGemm);
+  for (std::uint64_t id = 0; id < ca::IntervalReducer::kMaxOpenRanges + 10; ++id)
+    red.add_range_start(id, T + kMs, "", "never closed");
+  const auto recs = red.close_until(T + 100 * kMs);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].overflow_spans, 10u);
+  EXPECT_EQ(recs[0].nvtx_ranges, 0u);
+}

@@ -253,3 +253,71 @@ TEST(DiagnoseWatchCuda, TheDataLoadingRowIsTheWatchedJobsDataWait) {
   EXPECT_EQ(data->status, gb::Status::fail);
   EXPECT_TRUE(contains(data->evidence, "watch.cuda.data_wait.pct")) << data->evidence;
 }
+
+TEST(DiagnoseWatchCuda, AJobWhoseKernelsRanIsNeverCalledNotUsingTheGpu) {
+  // The 12-s H200 run: NVML saw the GPU 0.04 % busy, but the library saw its kernels.
+  gb::Run run = waiting_job();
+  set(run, "watch.gpu.util.pct", 0.04);
+  set(run, "watch.gpu.job.sm.pct", 0.08);
+  add_cuda(run, 5, 5, 0);
+  set(run, "watch.cuda.busy.pct", 0.15);
+  set(run, "watch.cuda.kernels.count", 76);
+  EXPECT_EQ(find(gb::diagnose::diagnose_watch(run), "job_not_using_gpu"), nullptr);
+}
+
+TEST(DiagnoseWatchCuda, NoKernelsAndAnIdleGpuIsStillNotUsingTheGpu) {
+  gb::Run run = waiting_job();
+  set(run, "watch.gpu.util.pct", 0.04);
+  set(run, "watch.gpu.job.sm.pct", 0.08);
+  set(run, "watch.cuda.kernels.count", 0);
+  const auto findings = gb::diagnose::diagnose_watch(run);
+  ASSERT_NE(find(findings, "job_not_using_gpu"), nullptr);
+}
+
+TEST(DiagnoseWatchCuda, MoreRunnableWorkersThanCoresAreOversubscribedBelowTwicePerCore) {
+  // 24 workers on 16 cores (under 2 per core), but 19 of the job's processes runnable at once.
+  gb::Run run = waiting_job();
+  set(run, "watch.gpu.util.pct", 16);
+  set(run, "watch.job.processes", 25);
+  set(run, "watch.job.runnable_processes", 19);
+  set(run, "watch.cpu.mean_core.pct", 88);
+  set(run, "watch.cpu.busiest_core.pct", 90);
+  const auto findings = gb::diagnose::diagnose_watch(run);
+  const gb::Finding* f = find(findings, "workers_oversubscribed");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->evidence, "19 job processes runnable on average (more than the 16 "
+                                    "cores)"))
+      << f->evidence;
+}
+
+TEST(DiagnoseWatchCuda, MoreWorkersThanCoresThatAreNotRunnableAreNotOversubscribed) {
+  gb::Run run = waiting_job();
+  set(run, "watch.gpu.util.pct", 16);
+  set(run, "watch.job.processes", 25);
+  set(run, "watch.job.runnable_processes", 4);
+  EXPECT_EQ(find(gb::diagnose::diagnose_watch(run), "workers_oversubscribed"), nullptr);
+}
+
+TEST(DiagnoseWatchCuda, StorageBoundNamesTheJobsShareOfTheDisksBusyTime) {
+  gb::Run run = waiting_job();
+  set(run, "watch.disk.util.pct", 80);
+  set(run, "watch.disk.read.mbps", 560);
+  set(run, "watch.job.disk_read.mbps", 532);
+  set(run, "watch.job.io_wait.pct", 70);
+  param(run, "watch.job.io_wait.pct", "comm", "python3");
+  const gb::Finding* f = find(gb::diagnose::diagnose_watch(run), "storage_bound");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->evidence, "nvme0n1 is 80 % busy, about 76 % of it for the job's own "
+                                    "reads (532 MB/s, 95 % of the bytes read)"))
+      << f->evidence;
+}
+
+TEST(DiagnoseWatchCuda, ADiskBusyForSomeoneElseDoesNotMakeTheJobStorageBound) {
+  // The job's process waits on disk, but a neighbour reads 90 % of the bytes.
+  gb::Run run = waiting_job();
+  set(run, "watch.disk.util.pct", 80);
+  set(run, "watch.disk.read.mbps", 500);
+  set(run, "watch.job.disk_read.mbps", 50);
+  set(run, "watch.job.io_wait.pct", 70);
+  EXPECT_EQ(find(gb::diagnose::diagnose_watch(run), "storage_bound"), nullptr);
+}

@@ -99,6 +99,65 @@ TEST(WatchCudaSetup, ReasonsForNotCollecting) {
   EXPECT_NE(s.reason.find("/opt/other/libinject.so"), std::string::npos) << s.reason;
 }
 
+TEST(WatchCudaSetup, TheJobsNvtxIsRoutedThroughTheLibraryUnlessAToolIsNamed) {
+  const fs::path lib = fs::temp_directory_path() / ("gb_inject_" + std::to_string(::getpid()) + ".so");
+  std::ofstream(lib) << "not really a library";
+  ::setenv("GPUBASE_CUDA_INJECT_LIB", lib.c_str(), 1);
+  auto env_of = [](const gb::watch::CudaActivitySetup& s, const std::string& key) {
+    for (const auto& [k, v] : s.env)
+      if (k == key) return v;
+    return std::string("(unset)");
+  };
+  auto s = gb::watch::prepare_cuda_activity(true, true, 1.0);
+  ASSERT_TRUE(s.enabled) << s.reason;
+  EXPECT_EQ(env_of(s, "NVTX_INJECTION64_PATH"), lib.string());
+  EXPECT_EQ(env_of(s, "CUDA_INJECTION64_PATH"), lib.string());
+  fs::remove_all(s.ring_dir);
+  ::setenv("NVTX_INJECTION64_PATH", "/opt/nsys/libToolsInjection64.so", 1);
+  s = gb::watch::prepare_cuda_activity(true, true, 1.0);
+  ::unsetenv("NVTX_INJECTION64_PATH");
+  ::unsetenv("GPUBASE_CUDA_INJECT_LIB");
+  fs::remove_all(s.ring_dir);
+  fs::remove(lib);
+  EXPECT_EQ(env_of(s, "NVTX_INJECTION64_PATH"), "(unset)") << "the user's tool is left alone";
+}
+
+TEST(WatchCudaTotals, NvtxRangesPerNameWithTheirShareOfWallTime) {
+  ca::IntervalReducer red(10, 1000 * kMs);
+  for (int s = 0; s < 2; ++s) {
+    const std::uint64_t t0 = T + static_cast<std::uint64_t>(s) * 1000 * kMs;
+    red.add_kernel(0, t0, t0 + 500 * kMs, "gemm");
+    for (int i = 0; i < 10; ++i) {
+      const std::uint64_t step = t0 + static_cast<std::uint64_t>(i) * 100 * kMs;
+      red.add_range_start(2 * static_cast<std::uint64_t>(s * 10 + i), step, "", "data");
+      red.add_range_end(2 * static_cast<std::uint64_t>(s * 10 + i), step + 30 * kMs);
+      red.add_range_start(2 * static_cast<std::uint64_t>(s * 10 + i) + 1, step + 30 * kMs, "",
+                          "forward");
+      red.add_range_end(2 * static_cast<std::uint64_t>(s * 10 + i) + 1, step + 80 * kMs);
+    }
+  }
+  CudaTotals tot;
+  for (const auto& r : red.close_until(T + 2000 * kMs)) tot.add(r);
+  const auto rs = tot.results(CudaTotals::Inputs{});
+  EXPECT_DOUBLE_EQ(value(rs, "watch.cuda.nvtx.ranges.per_s"), 20.0);
+  EXPECT_NEAR(value(rs, "watch.cuda.nvtx.top1.pct"), 50.0, 1e-9);
+  EXPECT_EQ(*result(rs, "watch.cuda.nvtx.top1.pct")->text_param("name"), "forward");
+  EXPECT_EQ(*result(rs, "watch.cuda.nvtx.top1.pct")->text_param("ranges"), "20");
+  EXPECT_EQ(*result(rs, "watch.cuda.nvtx.top1.pct")->text_param("mean"), "50.000 ms");
+  EXPECT_NEAR(value(rs, "watch.cuda.nvtx.top2.pct"), 30.0, 1e-9);
+  EXPECT_EQ(result(rs, "watch.cuda.nvtx.top3.pct"), nullptr);
+}
+
+TEST(WatchCudaTotals, NoNvtxRangesIsSkippedWithTheReason) {
+  CudaTotals tot;
+  for (const auto& r : two_seconds(10)) tot.add(r);
+  const auto rs = tot.results(CudaTotals::Inputs{});
+  const gb::Result* r = result(rs, "watch.cuda.nvtx.ranges.per_s");
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->value);
+  EXPECT_NE(r->reason.find("no NVTX ranges"), std::string::npos);
+}
+
 namespace {
 
 class WatchCudaMonitor : public ::testing::Test {
@@ -168,4 +227,96 @@ TEST_F(WatchCudaMonitor, RingsInTheFolderAreReadAndIdleTimeAttributed) {
   EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 39.0, 1.5);
   EXPECT_NEAR(value(rs, "watch.cuda.idle.pct"), 39.0, 1.5);
   EXPECT_DOUBLE_EQ(value(rs, "watch.cuda.idle.host.pct"), 0.0);
+}
+
+namespace {
+
+// A job's CUDA life: 3 s of start-up copies (model to the GPU), 5 s of warm-up at 20 % busy
+// (autotuning, the loader filling), then 12 s of steady training at 60 % busy.
+std::vector<ca::IntervalRecord> start_up_warm_up_steady(std::uint32_t pid) {
+  ca::IntervalReducer red(pid, 1000 * kMs);
+  for (int s = 0; s < 20; ++s) {
+    const std::uint64_t t0 = T + static_cast<std::uint64_t>(s) * 1000 * kMs;
+    if (s < 3)
+      red.add_copy(0, t0, t0 + 10 * kMs, 50'000'000, ca::CopyKind::h2d_pageable);
+    else
+      red.add_kernel(0, t0, t0 + (s < 8 ? 200 : 600) * kMs, "sm90_xmma_gemm_bf16bf16");
+  }
+  return red.close_until(T + 20'000 * kMs);
+}
+
+}  // namespace
+
+TEST_F(WatchCudaMonitor, FiguresJudgeTheSteadyStateAfterTheFirstKernelAndAWarmUp) {
+  const auto me = static_cast<std::uint32_t>(::getpid());
+  process(static_cast<int>(me), "python3", 'S');
+  process(static_cast<int>(me) + 1, "pt_data_worker", 'R');
+  gb::watch::CudaActivitySetup on;
+  on.enabled = true;
+  on.ring_dir = (root_ / "rings").string();
+  fs::create_directories(on.ring_dir);
+  std::string why;
+  auto w = ca::RingWriter::create(on.ring_dir, me, me, 0, 32, why);
+  ASSERT_TRUE(w) << why;
+  CudaMonitor m(on, root_.string());
+  m.set_tree({static_cast<int>(me), static_cast<int>(me) + 1});
+  for (const auto& r : start_up_warm_up_steady(me)) w->write(r);
+  m.read_rings();
+  for (int i = 0; i < 2000; ++i) m.tick(T + static_cast<std::uint64_t>(i) * 10 * kMs + kMs / 2);
+  const auto interval = m.take_interval().first;
+  ASSERT_TRUE(interval.since_first_kernel_s);
+  m.finish();
+  const auto rs = m.results(std::nullopt);
+  // 08-20 s: 60 % busy; the whole CUDA life would say 3 x 1 % + 5 x 20 % + 12 x 60 % / 20.
+  EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 60.0, 0.01);
+  EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 40.0, 1.0);
+  EXPECT_DOUBLE_EQ(value(rs, "watch.cuda.kernels.count"), 12.0);
+  EXPECT_EQ(*result(rs, "watch.cuda.kernels.count")->text_param("whole run"), "17");
+  const std::string covers = *result(rs, "watch.cuda.busy.pct")->text_param("covers");
+  EXPECT_NE(covers.find("12.0 s, the steady state"), std::string::npos) << covers;
+  EXPECT_NE(covers.find("5-s warm-up excluded"), std::string::npos) << covers;
+}
+
+TEST_F(WatchCudaMonitor, AShortCudaLifeIsJudgedWholeAndSaysSo) {
+  const auto me = static_cast<std::uint32_t>(::getpid());
+  process(static_cast<int>(me), "python3", 'R');
+  gb::watch::CudaActivitySetup on;
+  on.enabled = true;
+  on.ring_dir = (root_ / "rings").string();
+  fs::create_directories(on.ring_dir);
+  std::string why;
+  auto w = ca::RingWriter::create(on.ring_dir, me, me, 0, 8, why);
+  ASSERT_TRUE(w) << why;
+  CudaMonitor m(on, root_.string());
+  m.set_tree({static_cast<int>(me)});
+  for (const auto& r : two_seconds(me)) w->write(r);
+  m.read_rings();
+  m.finish();
+  const auto rs = m.results(std::nullopt);
+  EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 61.05, 0.01);
+  const std::string covers = *result(rs, "watch.cuda.busy.pct")->text_param("covers");
+  EXPECT_NE(covers.find("no warm-up was left out"), std::string::npos) << covers;
+}
+
+TEST_F(WatchCudaMonitor, TheJobsStorageReadsComeFromEachProcessesIoCounters) {
+  process(100, "python3", 'D');
+  process(101, "pt_data_worker", 'S');
+  auto io = [&](int pid, std::uint64_t read_bytes) {
+    std::ofstream(root_ / std::to_string(pid) / "io")
+        << "rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: " << read_bytes
+        << "\nwrite_bytes: 0\ncancelled_write_bytes: 0\n";
+  };
+  gb::watch::CudaActivitySetup off;
+  off.reason = "turned off (--no-cuda-activity)";
+  CudaMonitor m(off, root_.string());
+  m.set_tree({100, 101});
+  // Read once a second: 5 s in which the two processes read 40 + 10 MB a second.
+  for (int s = 0; s <= 5; ++s) {
+    io(100, 1'000'000'000ull + static_cast<std::uint64_t>(s) * 40'000'000);
+    io(101, static_cast<std::uint64_t>(s) * 10'000'000);
+    m.tick(T + static_cast<std::uint64_t>(s) * 1000 * kMs);
+  }
+  m.finish();
+  const auto rs = m.results(std::nullopt);
+  EXPECT_NEAR(value(rs, "watch.job.disk_read.mbps"), 50.0, 1e-9);
 }

@@ -7,6 +7,7 @@
 #include "watch/gpu.hpp"
 #include "watch/live_view.hpp"
 #include "watch/series_io.hpp"
+#include "watch/steady_window.hpp"
 #include "watch/summary.hpp"
 
 namespace gb::watch {
@@ -88,7 +89,8 @@ TEST(WatchSeries, StaysBoundedAndKeepsTheTimeWeightedMean) {
 
 TEST(WatchSummary, ResultsFromSamples) {
   WatchSummary summary;
-  for (int i = 1; i <= 10; ++i) summary.add(sample(i, i <= 9 ? 40 : 99, 98, 100));
+  for (int i = 1; i <= 5; ++i) summary.add(sample(i, 30, 50, 100));  // the warm-up, left out
+  for (int i = 1; i <= 10; ++i) summary.add(sample(5 + i, i <= 9 ? 40 : 99, 98, 100));
   SummaryContext ctx;
   ctx.online_cores = 4;
   ctx.gpm_unavailable_reason = "this GPU has no GPM counters";
@@ -154,31 +156,71 @@ TEST(WatchSummary, MemoryStaysBoundedOverADayOfManyShortLivedProcesses) {
   }
   const auto results = summary.results(SummaryContext{});
   EXPECT_LE(find(results, "watch.gpu.util.pct")->samples.size(), 256u);
-  EXPECT_DOUBLE_EQ(*find(results, "watch.samples")->value, 86'400.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.samples")->value, 86'400.0 - kWarmupS);
 }
 
-TEST(WatchSummary, FiguresDescribeTheWorkingWindowNotTheStartUp) {
+TEST(WatchSummary, FiguresDescribeTheSteadyStateNotTheStartUpOrWarmUp) {
   WatchSummary summary;
   int t = 0;
   for (int i = 0; i < 10; ++i) summary.add(sample(++t, 0, 100, 100));   // imports, dataset
-  for (int i = 0; i < 20; ++i) summary.add(sample(++t, 80, 60, 300));   // training
+  for (int i = 0; i < 5; ++i) summary.add(sample(++t, 30, 100, 100));   // warm-up: autotuning
+  for (int i = 0; i < 15; ++i) summary.add(sample(++t, 80, 60, 300));   // training
   summary.add(sample(++t, 0, 60, 300));                                  // a pause inside
   for (int i = 0; i < 9; ++i) summary.add(sample(++t, 80, 60, 300));
   for (int i = 0; i < 5; ++i) summary.add(sample(++t, 0, 100, 100));    // shutdown
   const auto results = summary.results(SummaryContext{});
-  EXPECT_NEAR(*find(results, "watch.gpu.util.pct")->value, 29 * 80.0 / 30, 1e-9);
-  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 30.0);
+  EXPECT_NEAR(*find(results, "watch.gpu.util.pct")->value, 24 * 80.0 / 25, 1e-9);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 25.0);
   EXPECT_DOUBLE_EQ(*find(results, "watch.startup.s")->value, 10.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.warmup.s")->value, 5.0);
   EXPECT_DOUBLE_EQ(*find(results, "watch.duration.s")->value, 45.0);
-  EXPECT_NEAR(*find(results, "watch.window.gpu_util_run.pct")->value, 29 * 80.0 / 45, 1e-9);
+  EXPECT_NEAR(*find(results, "watch.window.gpu_util_run.pct")->value,
+              (5 * 30.0 + 24 * 80.0) / 45, 1e-9);
   EXPECT_DOUBLE_EQ(*find(results, "watch.cpu.busiest_core.pct")->value, 60.0);
-  EXPECT_NE(find(results, "watch.gpu.util.pct")->text_param("over")->find("30 of 45 s"),
+  const std::string over = *find(results, "watch.window.s")->text_param("over");
+  EXPECT_NE(over.find("judged over 00:15-00:40, 25 of 45 s"), std::string::npos) << over;
+  EXPECT_NE(over.find("start-up before the first interval with the GPU >= 5 % busy (00:10)"),
+            std::string::npos)
+      << over;
+  EXPECT_NE(over.find("5-s warm-up excluded"), std::string::npos) << over;
+}
+
+TEST(WatchSummary, TheFirstKernelStartsTheWindowEvenWithTheGpuBarelyBusy) {
+  // A job whose GPU never reaches 5 % in NVML's eyes (one sample in ten) but whose kernels the
+  // CUDA-activity library saw from 00:08 on: its steady state starts at 00:13, not never.
+  WatchSummary summary;
+  int t = 0;
+  for (int i = 0; i < 8; ++i) summary.add(sample(++t, 0, 100, 100));
+  for (int i = 0; i < 30; ++i) {
+    WatchSample s = sample(++t, i % 10 == 0 ? 3 : 0, 40, 50);
+    s.cuda.kernels_per_s = 200;
+    // Known one interval late, as the records arrive.
+    if (i >= 1) s.cuda.since_first_kernel_s = t - 8.0;
+    summary.add(s);
+  }
+  const auto results = summary.results(SummaryContext{});
+  EXPECT_DOUBLE_EQ(*find(results, "watch.startup.s")->value, 8.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.warmup.s")->value, 5.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 25.0);  // 00:13-00:38
+  EXPECT_NE(find(results, "watch.window.s")->text_param("over")->find("the job's first kernel"),
+            std::string::npos);
+}
+
+TEST(WatchSummary, ATooShortSteadyStateKeepsTheWarmUp) {
+  WatchSummary summary;
+  int t = 0;
+  for (int i = 0; i < 10; ++i) summary.add(sample(++t, 0, 100, 100));
+  for (int i = 0; i < 8; ++i) summary.add(sample(++t, 80, 60, 300));  // 3 s after the warm-up
+  const auto results = summary.results(SummaryContext{});
+  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 8.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.warmup.s")->value, 0.0);
+  EXPECT_NE(find(results, "watch.window.s")->text_param("over")->find("too short"),
             std::string::npos);
 }
 
 TEST(WatchSummary, AStarvedJobKeepsItsWholeWorkingTime) {
   // The H200 starved job: one busy interval (the first step, cuDNN autotuning), then the GPU
-  // only flickers (1-3 %) between batches. All of that is the job's working time.
+  // only flickers (1-3 %) between batches. All of that after the warm-up is its working time.
   WatchSummary summary;
   int t = 0;
   for (int i = 0; i < 10; ++i) summary.add(sample(++t, 0, 100, 100));
@@ -186,8 +228,9 @@ TEST(WatchSummary, AStarvedJobKeepsItsWholeWorkingTime) {
   for (int i = 0; i < 30; ++i) summary.add(sample(++t, i % 2 ? 2.5 : 0, 80, 100));
   summary.add(sample(++t, 0, 10, 10));  // shutdown
   const auto results = summary.results(SummaryContext{});
-  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 31.0);  // to the last flicker
-  EXPECT_NEAR(*find(results, "watch.gpu.util.pct")->value, (14 + 15 * 2.5) / 31.0, 1e-9);
+  // 00:15 (first busy at 00:10 + 5 s) to the last flicker at 00:41; 13 flickers of 2.5 %.
+  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 26.0);
+  EXPECT_NEAR(*find(results, "watch.gpu.util.pct")->value, 13 * 2.5 / 26.0, 1e-9);
 }
 
 TEST(WatchSummary, AnIdleGpuRunIsSummarisedWhole) {
