@@ -12,10 +12,12 @@ namespace gb::cli {
 void add_prometheus_options(CLI::App& cmd, PrometheusOptions& options) {
   cmd.add_option("--prometheus", options.address,
                  "serve the live figures at http://ADDR:PORT/metrics (Prometheus text format) "
-                 "while sampling; port 0 picks a free port, printed on stderr");
+                 "while sampling; port 0 picks a free port, printed on stderr")
+      ->option_text("ADDR:PORT");
   cmd.add_option("--prometheus-textfile", options.textfile,
                  "write the live figures to FILE at every sample, atomically, for "
-                 "node_exporter's textfile collector (FILE ending in .prom)");
+                 "node_exporter's textfile collector (FILE ending in .prom)")
+      ->option_text("FILE");
 }
 
 void check_prometheus_options(const PrometheusOptions& options) {
