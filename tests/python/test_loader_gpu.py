@@ -113,9 +113,10 @@ class Values(unittest.TestCase):
         for kw in (dict(workers=2), dict(workers=None)):
             with self.subTest(**kw):
                 l = loader(decode="both", dtype=torch.float32, **kw)
-                got = batches(l)
+                got = list(l)
                 self.assertEqual(len(got), len(l))
                 self.assertEqual(got[0][0].device.type, "cuda")
+                self.assertEqual(got[0][0].device.index, 0)
 
     def test_gpu_decode_is_the_same_for_any_worker_count(self):
         one = batches(loader(decode="gpu", workers=1))
