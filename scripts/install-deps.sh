@@ -14,6 +14,9 @@ PACKAGES+=(slurm-wlm munge openmpi-bin)
 # The HTML report tests render pages in headless Chromium (skipped without it).
 # The run history is an SQLite database.
 PACKAGES+=(chromium libsqlite3-dev)
+# The Prometheus test (tests/prometheus/scrape_test.sh) scrapes `watch --prometheus` with curl
+# and checks the text with promtool (in Debian's prometheus package); skipped without them.
+PACKAGES+=(curl prometheus)
 # scripts/fuzz.sh (libFuzzer) and scripts/sanitize.sh (ASan, UBSan, TSan) build with clang-16.
 PACKAGES+=(clang-16 libfuzzer-16-dev)
 missing=()

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <mutex>
 #include <thread>
@@ -34,6 +35,7 @@
 #include "bench/train.hpp"
 #include "cli/help.hpp"
 #include "cli/output.hpp"
+#include "cli/prometheus_export.hpp"
 #include "cli/run_args.hpp"
 #include "cli/signals.hpp"
 #include "cli/suite_run.hpp"
@@ -64,6 +66,7 @@ struct BaselineCli {
   bool starve = false;
   std::vector<std::string> command;  // after --: the user's job, watched instead of ours
   OutputOptions out;
+  PrometheusOptions prometheus;
 };
 
 namespace {
@@ -249,7 +252,8 @@ bench::AmpOptions amp_options(const BaselineCli& cli, const StageBudget& b) {
 
 std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const StageBudget& b,
                                               const fs::path& dataset_path,
-                                              StageProgress& progress) {
+                                              StageProgress& progress,
+                                              PrometheusExport* prometheus) {
   std::vector<bench::BaselineStage> stages;
   stages.push_back({"card", cli.quick ? "card: quick probe" : "card: probe", b.card_s,
                     [&cli](bench::ResultSink& sink) {
@@ -280,7 +284,7 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
       {"train",
        "training: " + bench::train_model_title(cli.model) + " " +
            bench::train_precision_title(cli.precision) + " fed by the loader, under watch",
-       b.train_s, [&cli, &b, dataset_path, &progress](bench::ResultSink& sink) {
+       b.train_s, [&cli, &b, dataset_path, &progress, prometheus](bench::ResultSink& sink) {
          sink.declare_sections(watch::watch_section_rules());
          bench::TrainBenchOptions t = train_options(cli, b);
          t.data = dataset_path.string();
@@ -303,7 +307,12 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
            return end;
          }
          progress.line("  feeding it with " + feed.why);
-         watch::BackgroundWatch w({.device = cli.device});
+         watch::BackgroundWatchOptions watch_options{.device = cli.device};
+         if (prometheus)
+           watch_options.on_sample = [prometheus](const watch::WatchSample& s) {
+             prometheus->add(s);
+           };
+         watch::BackgroundWatch w(watch_options);
          w.start();
          bench::TrainBenchOutcome o;
          try {
@@ -390,17 +399,21 @@ void refuse_if_gpu_in_use(int device) {
                     "for it to finish or pick another GPU with -d");
 }
 
-bench::BaselineStage job_stage(const BaselineCli& cli, std::optional<int>& job_exit) {
+bench::BaselineStage job_stage(const BaselineCli& cli, std::optional<int>& job_exit,
+                               PrometheusExport* prometheus) {
   std::string title;
   for (const std::string& a : cli.command) title += (title.empty() ? "" : " ") + a;
   return {"job", "your job under watch: " + title, 0,
-          [&cli, title, &job_exit](bench::ResultSink& sink) {
+          [&cli, title, &job_exit, prometheus](bench::ResultSink& sink) {
             sink.declare_sections(watch::watch_section_rules());
             watch::WatchOptions o;
             o.command = cli.command;
             o.device = cli.device;
             watch::WatchOutcome w = run_watch_with_view(
-                o, cli.out.quiet ? ViewMode::none : ViewMode::automatic, title, cli.out.quiet);
+                o, cli.out.quiet ? ViewMode::none : ViewMode::automatic, title, cli.out.quiet,
+                [prometheus](const watch::WatchSample& s) {
+                  if (prometheus) prometheus->add(s);
+                });
             for (Fact& f : w.facts) sink.add_fact(std::move(f));
             for (Result& r : w.results) sink.add(std::move(r));
             if (w.exit && w.exit->shell_code() != 0) job_exit = w.exit->shell_code();
@@ -508,6 +521,7 @@ std::shared_ptr<BaselineCli> add_baseline_command(CLI::App& app, CLI::App*& cmd)
                   "(gpubase baseline -- python train.py)");
   add_device_option(*cmd, cli->device);
   cmd->add_flag("--no-save", cli->no_save, "do not save the run");
+  add_prometheus_options(*cmd, cli->prometheus);
   add_output_options(*cmd, cli->out);
   cmd->footer(baseline_help());
   return cli;
@@ -522,17 +536,21 @@ int run_job_baseline(const BaselineCli& cli) {
   check.device = cli.device;
   watch::validate(check);
   check_output_writable(cli.out);
+  check_prometheus_options(cli.prometheus);
   refuse_if_gpu_in_use(cli.device);
 
   StageProgress progress(cli.out, /*with_bar=*/false);
   SuiteRun suite("baseline");
   bench::ResultSink sink([&](const std::string& line) { progress.line(line); });
+  std::unique_ptr<PrometheusExport> prometheus;
+  if (cli.prometheus.enabled())
+    prometheus = std::make_unique<PrometheusExport>(cli.prometheus, cli.device);
   BaselineCli card = cli;
   card.quick = true;
-  std::vector<bench::BaselineStage> stages = make_stages(card, kQuick, {}, progress);
+  std::vector<bench::BaselineStage> stages = make_stages(card, kQuick, {}, progress, nullptr);
   stages.resize(1);  // the card
   std::optional<int> job_exit;
-  stages.push_back(job_stage(cli, job_exit));
+  stages.push_back(job_stage(cli, job_exit, prometheus.get()));
   bench::BaselineHooks hooks;
   hooks.on_start = [&](std::size_t i, std::size_t n, const bench::BaselineStage& s) {
     progress.stage(i, n, s);
@@ -562,6 +580,7 @@ int run_baseline_command(const BaselineCli& cli) {
   if (!cli.amp_data.empty()) bench::validate_amp_options(amp_options(cli, b));
   if (!cli.data.empty()) (void)data::open_dataset({.path = cli.data});
   check_output_writable(cli.out);
+  check_prometheus_options(cli.prometheus);
 
   StageProgress progress(cli.out, /*with_bar=*/true);
   SuiteRun suite("baseline");
@@ -580,7 +599,12 @@ int run_baseline_command(const BaselineCli& cli) {
                        std::to_string(kFull.amp_seeds) + " x " +
                        std::to_string(kFull.amp_epochs) +
                        ": its noise band is wider (see amp.accuracy_loss.pct)"});
-  const std::vector<bench::BaselineStage> stages = make_stages(cli, b, dataset_path, progress);
+  // The training stage's samples, live, and the loader stage's rates once it ends.
+  std::unique_ptr<PrometheusExport> prometheus;
+  if (cli.prometheus.enabled())
+    prometheus = std::make_unique<PrometheusExport>(cli.prometheus, cli.device);
+  const std::vector<bench::BaselineStage> stages =
+      make_stages(cli, b, dataset_path, progress, prometheus.get());
   bench::BaselineHooks hooks;
   hooks.on_start = [&](std::size_t i, std::size_t n, const bench::BaselineStage& s) {
     progress.stage(i, n, s);
@@ -590,6 +614,8 @@ int run_baseline_command(const BaselineCli& cli) {
                        std::to_string(static_cast<int>(r.seconds + 0.5)) + " s";
     if (!r.reason.empty()) text += ": " + r.reason;
     progress.line(text);
+    if (prometheus && r.id == "loader")
+      for (const Result& result : sink.results()) prometheus->add_result(result);
   };
   suite.run_suite(sink, cli.out, [&] {
     const bench::BaselineOutcome o = bench::run_baseline(stages, sink, hooks);

@@ -85,6 +85,7 @@ std::string watch_help() {
   gpubase watch -- python train.py --epochs 1     run the job, watch it, diagnose it at the end
   gpubase watch -i 0.1 -t 60 -- ./train.sh        100 ms samples, stop the job after 60 s
   gpubase watch --pid 4242                        attach to a running job (Ctrl-C to stop)
+  gpubase watch --prometheus :9400 -- ./train.sh  serve the live figures at /metrics for Prometheus
 
 Every interval it samples the GPU through NVML (utilization from the driver's own samples,
 SM active / occupancy / tensor activity / DRAM bandwidth on Hopper and newer, power, clocks,

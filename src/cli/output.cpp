@@ -22,6 +22,7 @@
 #include "core/error.hpp"
 #include "core/json.hpp"
 #include "data/mapped_file.hpp"
+#include "diagnose/timeline.hpp"
 #include "sys/identity.hpp"
 #include "store/history.hpp"
 #include "watch/series_chart.hpp"
@@ -93,7 +94,8 @@ void emit_run(const Run& run, const OutputOptions& options) {
   std::string text;
   if (format == report::Format::html) {
     report::HtmlOptions html;
-    const RunSeries series = run_series(run, options, html.series_note);
+    RunSeries series = run_series(run, options, html.series_note);
+    series.findings = diagnose::finding_timelines(run, series);
     html.series = &series;
     text = report::render_html(run, html);
   } else {

@@ -3,9 +3,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "cli/help.hpp"
 #include "cli/output.hpp"
+#include "cli/prometheus_export.hpp"
 #include "cli/signals.hpp"
 #include "cli/watch_view.hpp"
 #include "core/error.hpp"
@@ -17,6 +19,7 @@ namespace gb::cli {
 struct WatchCli {
   watch::WatchOptions watch;
   OutputOptions out;
+  PrometheusOptions prometheus;
   std::string view = "auto";
   double duration_s = 0;
   int pid = 0;
@@ -55,6 +58,7 @@ std::shared_ptr<WatchCli> add_watch_command(CLI::App& app, CLI::App*& cmd) {
                 "do not load the CUDA-activity library (CUPTI) into the job; use it when the "
                 "job runs its own profiler");
   cmd->add_flag("--no-save", cli->no_save, "do not save the run (and its series)");
+  add_prometheus_options(*cmd, cli->prometheus);
   add_output_options(*cmd, cli->out);
   cmd->footer(watch_help());
   return cli;
@@ -70,6 +74,7 @@ int run_watch_command(const WatchCli& cli) {
   options.job_stdout_to_stderr = (cli.out.json || cli.out.markdown) && cli.out.output_file.empty();
   watch::validate(options);
   check_output_writable(cli.out);
+  check_prometheus_options(cli.prometheus);
   const ViewMode mode = cli.out.quiet ? ViewMode::none : parse_view_mode(cli.view);
 
   SuiteRun suite("watch");
@@ -92,7 +97,14 @@ int run_watch_command(const WatchCli& cli) {
                                               t += (t.empty() ? "" : " ") + a;
                                             return t;
                                           }();
-  watch::WatchOutcome outcome = run_watch_with_view(options, mode, title, cli.out.quiet);
+  std::unique_ptr<PrometheusExport> prometheus;
+  if (cli.prometheus.enabled())
+    prometheus = std::make_unique<PrometheusExport>(cli.prometheus, options.device);
+  watch::WatchOutcome outcome = run_watch_with_view(
+      options, mode, title, cli.out.quiet, [&](const watch::WatchSample& s) {
+        if (prometheus) prometheus->add(s);
+      });
+  prometheus.reset();  // the server stops with the monitoring; the textfile keeps the last state
 
   // The watch goes through the same sink, diagnosis, printing and saving as every suite. A
   // watch without a GPU is still a run (a CPU job is watched all the same): not exit code 3.

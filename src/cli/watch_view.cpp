@@ -113,14 +113,18 @@ void WatchView::close() {
   if (mode_ == ViewMode::panel) teardown_panel();
 }
 
-watch::WatchOutcome run_watch_with_view(const watch::WatchOptions& options, ViewMode mode,
-                                        const std::string& title, bool quiet) {
+watch::WatchOutcome run_watch_with_view(
+    const watch::WatchOptions& options, ViewMode mode, const std::string& title, bool quiet,
+    const std::function<void(const watch::WatchSample&)>& on_sample) {
   WatchView view(mode, title);
   watch::WatchHooks hooks;
   hooks.on_started = [&](int pid) {
     if (!options.pid) set_signal_forward_pid(pid);  // an attached process is not ours to signal
   };
-  hooks.on_sample = [&](const watch::WatchSample& s) { view.show(s); };
+  hooks.on_sample = [&](const watch::WatchSample& s) {
+    view.show(s);
+    if (on_sample) on_sample(s);
+  };
   hooks.on_progress = [&](const std::string& line) {
     if (!quiet) view.note(line);
   };

@@ -2,6 +2,7 @@
 // pinned to the bottom rows (a scroll region keeps the job's own output scrolling above it);
 // into a pipe or file: one line per interval; or nothing.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "watch/sample.hpp"
@@ -37,8 +38,10 @@ class WatchView {
 
 // Runs the watch of `options` with this view on stderr (progress notes inside it unless `quiet`);
 // a job started here gets our Ctrl-C forwarded, an attached process does not. The view is
-// closed and the forwarding ended however the watch ends.
-watch::WatchOutcome run_watch_with_view(const watch::WatchOptions& options, ViewMode mode,
-                                        const std::string& title, bool quiet);
+// closed and the forwarding ended however the watch ends. `on_sample`, when given, sees every
+// sample after the view (the Prometheus export).
+watch::WatchOutcome run_watch_with_view(
+    const watch::WatchOptions& options, ViewMode mode, const std::string& title, bool quiet,
+    const std::function<void(const watch::WatchSample&)>& on_sample = {});
 
 }  // namespace gb::cli

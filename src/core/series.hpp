@@ -32,11 +32,26 @@ struct HeatStrip {
   std::vector<std::vector<double>> values;  // [row][time point]; NaN where not measured
 };
 
+// When a finding's evidence held, on the series' time axis: the finding (Run::findings, by
+// id), the condition checked at each point ("GPU busy < 95 %") and the spans it held, each
+// from the start of its first interval to the end of its last.
+struct FindingSpan {
+  double from_s = 0;
+  double to_s = 0;
+};
+struct FindingTimeline {
+  std::string finding_id;
+  std::string condition;
+  std::vector<FindingSpan> spans;
+  double held_s = 0;  // the time it held, summed over the points (before spans were merged)
+};
+
 struct RunSeries {
   std::string source;       // the file it was read from, for the caption
   std::vector<double> t_s;  // seconds since monitoring started, one per point
   std::vector<SeriesPanel> panels;
   std::vector<HeatStrip> strips;
+  std::vector<FindingTimeline> findings;  // diagnose/timeline: drawn as markers on the axis
   bool empty() const { return t_s.empty(); }
 };
 

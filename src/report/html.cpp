@@ -63,6 +63,7 @@ td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .chart .shade{fill:#fbe3df}.chart text.shade-label{fill:#a12b1b}.chart .marker{stroke:#6a1b9a;stroke-width:2;stroke-dasharray:5 4}
 .chart text.marker-label{fill:#6a1b9a;font-weight:600}.chart .cursor{stroke:#333;stroke-width:1}
 .chart text.panel-title{font-weight:600;font-size:13px}
+.chart .finding-band{opacity:.13}.chart rect.finding{opacity:.85}
 details summary{cursor:pointer;font-weight:600}
 .cursor-time{font-variant-numeric:tabular-nums;color:#333}
 @media print{body{background:#fff}main{max-width:none;padding:0}h2{break-after:avoid}.chart,tr{break-inside:avoid}}
@@ -635,13 +636,30 @@ class HtmlWriter {
                                series->source.empty() ? "" : " from " + series->source,
                                html::kTimeBuckets)) +
             " <span class=\"cursor-time\"></span></p>";
-    if (!run_.findings.empty()) {
-      out_ += "<p class=\"caption\">Findings over this span: ";
-      for (const Finding& f : run_.findings)
-        out_ += chip(f.status) + " " + escape(f.title) + " &nbsp; ";
-      out_ += "</p>";
+    // Findings with a timeline are marked where their evidence held; the rest are judgements
+    // of the whole run, listed.
+    std::vector<html::FindingMarks> marks;
+    std::string whole_run;
+    for (const Finding& f : run_.findings) {
+      const auto tl = std::find_if(series->findings.begin(), series->findings.end(),
+                                   [&](const FindingTimeline& t) { return t.finding_id == f.id; });
+      if (tl == series->findings.end()) {
+        whole_run += chip(f.status) + " " + escape(f.title) + " &nbsp; ";
+        continue;
+      }
+      const std::string tip = tl->condition + ": held " + html::duration_text(tl->held_s) +
+                              " in " + std::to_string(tl->spans.size()) +
+                              (tl->spans.size() == 1 ? " span" : " spans") + ". " + f.evidence;
+      marks.push_back({f.id, f.title, f.status, tip, tl->spans});
     }
-    for (const SeriesPanel& p : series->panels) out_ += html::time_panel(p, series->t_s);
+    if (!marks.empty()) out_ += html::finding_strip(marks, series->t_s);
+    if (!whole_run.empty())
+      out_ += "<p class=\"caption\">" +
+              std::string(marks.empty() ? "Findings over this span: "
+                                        : "Findings judged on the whole run: ") +
+              whole_run + "</p>";
+    for (const SeriesPanel& p : series->panels)
+      out_ += html::time_panel(p, series->t_s, html::kTimeBuckets, marks);
     for (const HeatStrip& h : series->strips) out_ += html::heat_strip(h, series->t_s);
     out_ += "</div></section>\n";
   }

@@ -354,8 +354,59 @@ std::string time_axis(double left, double right, double y, double span) {
 
 }  // namespace
 
+namespace {
+
+// A span's x range on a time axis from left to right over t_s's span, clipped to the axis.
+std::pair<double, double> span_x(const FindingSpan& sp, const std::vector<double>& t_s,
+                                 double left, double right) {
+  const double t0 = t_s.front(), span = t_s.back() - t_s.front();
+  auto x = [&](double t) {
+    return left + (span > 0 ? std::clamp((t - t0) / span, 0.0, 1.0) : 0) * (right - left);
+  };
+  const double a = x(sp.from_s), b = x(sp.to_s);
+  return {a, std::max(b, a + 1.5)};  // at least visible
+}
+
+}  // namespace
+
+std::string finding_strip(const std::vector<FindingMarks>& findings, const std::vector<double>& t_s) {
+  constexpr double left = 60, top = 24, row_h = 26;
+  const double right = W - 20;
+  const double height = top + row_h * static_cast<double>(findings.size()) + 24;
+  const double span = t_s.empty() ? 0 : t_s.back() - t_s.front();
+  std::string out = svg_open("series-findings", "timeline findings", height,
+                             "when each finding held");
+  out += text_el(left, 14, "label panel-title", "start", "Findings on the timeline");
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const FindingMarks& f = findings[i];
+    const double y = top + row_h * static_cast<double>(i);
+    const std::string fill = status_fill(f.status);
+    out += fmt::format("<g class=\"finding\" data-finding=\"{}\">", escape(f.id));
+    out += fmt::format("<line class=\"grid\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>", n1(left),
+                       n1(y + 21), n1(right), n1(y + 21));
+    std::string label = f.id + ": " + f.title;
+    if (f.spans.empty()) label += " (at no single sample)";
+    out += text_el(left, y + 10, "label finding-label", "start", fit(label, right - left), f.tip);
+    for (const FindingSpan& sp : f.spans) {
+      const auto [a, b] = span_x(sp, t_s, left, right);
+      out += fmt::format("<rect class=\"mark finding\" x=\"{}\" y=\"{}\" width=\"{}\" "
+                         "height=\"8\" fill=\"{}\"><title>{}</title></rect>",
+                         n1(a), n1(y + 13), n1(b - a), fill,
+                         escape(f.id + ": " + duration_text(sp.from_s - t_s.front()) + " to " +
+                                duration_text(sp.to_s - t_s.front()) + "\n" + f.tip));
+    }
+    out += "</g>";
+  }
+  const double axis_y = top + row_h * static_cast<double>(findings.size());
+  out += time_axis(left, right, axis_y, span);
+  out += fmt::format("<line class=\"cursor\" x1=\"0\" y1=\"{}\" x2=\"0\" y2=\"{}\" "
+                     "visibility=\"hidden\"/>",
+                     n1(top), n1(axis_y));
+  return out + "</svg>";
+}
+
 std::string time_panel(const SeriesPanel& panel, const std::vector<double>& t_s,
-                       std::size_t buckets) {
+                       std::size_t buckets, const std::vector<FindingMarks>& findings) {
   constexpr double kHeight = 170, left = 60, top = 30, bottom = kHeight - 26;
   const double right = W - 20;
   const double span = t_s.empty() ? 0 : t_s.back() - t_s.front();
@@ -399,6 +450,14 @@ std::string time_panel(const SeriesPanel& panel, const std::vector<double>& t_s,
     out += text_el(lx + 16, 14, "legend", "start", panel.lines[i].label);
     lx += 30 + text_units(panel.lines[i].label);
   }
+  for (const FindingMarks& f : findings)
+    for (const FindingSpan& sp : f.spans) {
+      const auto [a, b] = span_x(sp, t_s, left, right);
+      out += fmt::format("<rect class=\"finding-band\" data-finding=\"{}\" x=\"{}\" y=\"{}\" "
+                         "width=\"{}\" height=\"{}\" fill=\"{}\"/>",
+                         escape(f.id), n1(a), n1(top), n1(b - a), n1(bottom - top),
+                         status_fill(f.status));
+    }
   for (const double t : ticks) {
     out += fmt::format("<line class=\"grid\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>", n1(left),
                        n1(y(t)), n1(right), n1(y(t)));

@@ -69,8 +69,23 @@ std::string history_chart(const std::string& id, const std::string& title,
 // `buckets` buckets, each bucket keeping its minimum and maximum (a one-second spike in a
 // 24-hour series stays visible), so the drawing stays small whatever the series' length.
 inline constexpr std::size_t kTimeBuckets = 800;
+
+// A finding placed on the time axis: where its evidence held (diagnose/timeline).
+struct FindingMarks {
+  std::string id;     // "input_bound_cpu"
+  std::string title;  // "input-bound on CPU"
+  Status status = Status::info;
+  std::string tip;    // hover text: the condition, the time it held, the evidence
+  std::vector<FindingSpan> spans;
+};
+
+// `findings`: each one's spans shaded faintly behind the lines (class "finding-band").
 std::string time_panel(const SeriesPanel& panel, const std::vector<double>& t_s,
-                       std::size_t buckets = kTimeBuckets);
+                       std::size_t buckets = kTimeBuckets,
+                       const std::vector<FindingMarks>& findings = {});
+// One row per finding on the panels' time axis: its id and title, and a marker (class "mark
+// finding", hover title) over each span it held.
+std::string finding_strip(const std::vector<FindingMarks>& findings, const std::vector<double>& t_s);
 // One row per subject, each cell the bucket's maximum, 0..100 from white to dark.
 std::string heat_strip(const HeatStrip& strip, const std::vector<double>& t_s,
                        std::size_t buckets = kTimeBuckets / 2);

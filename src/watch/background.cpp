@@ -59,7 +59,9 @@ void BackgroundWatch::start() {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       if (now_s() < next) continue;
       const double t = now_s();
-      st.summary.add(st.sampler->sample(t));
+      const WatchSample sample = st.sampler->sample(t);
+      st.summary.add(sample);
+      if (options_.on_sample) options_.on_sample(sample);
       st.last_s = t;
       next = t + options_.interval_s;
     }

@@ -12,6 +12,7 @@
 // loader thread started later would be missed); their figures are skipped with that reason.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -24,6 +25,8 @@ struct BackgroundWatchOptions {
   int device = 0;           // NVML index
   double interval_s = 0.5;  // between samples
   std::string proc_root = "/proc";
+  // Sees every sample, on the sampler's thread (the Prometheus export).
+  std::function<void(const WatchSample&)> on_sample;
 };
 
 class BackgroundWatch {

@@ -4,7 +4,8 @@
 // line) and, once laid out, every chart's marks and labels and every text, chart or table that
 // reaches outside its box; Chromium's DOM dump carries the result back. Skipped when no Chromium
 // is installed (Debian: chromium; GPUBASE_CHROMIUM names another binary). With
-// GPUBASE_SCREENSHOT_DIR set, each page is also saved there as a PNG, for a person to look at.
+// GPUBASE_SCREENSHOT_DIR set, each page is also saved there as a PNG (and the HTML), for a person
+// to look at.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 
 #include "cli/output.hpp"
 #include "core/json.hpp"
+#include "diagnose/timeline.hpp"
 #include "report/report.hpp"
 #include "test_cli_util.hpp"
 #include "test_report_fixture.hpp"
@@ -60,6 +62,13 @@ document.querySelectorAll('svg.chart').forEach(function(s){
 });
 document.querySelectorAll('table').forEach(function(t){
   if(t.scrollWidth>t.parentElement.clientWidth+1)out.overflow.push('table in '+t.closest('section').id);});
+out.findings=[];document.querySelectorAll('svg.chart g.finding').forEach(function(g){
+  var id=g.getAttribute('data-finding'),titled=0;
+  g.querySelectorAll('.mark.finding').forEach(function(m){var t=m.querySelector('title');
+    if(t&&t.textContent.indexOf(id)===0)titled++;});
+  out.findings.push({id:id,markers:g.querySelectorAll('.mark.finding').length,titled:titled,
+    label:(g.querySelector('text.label')||{}).textContent||'',
+    bands:document.querySelectorAll('.finding-band[data-finding="'+id+'"]').length});});
 out.page_ms=performance.now();
 var pre=document.createElement('pre');pre.id='gb-check';pre.textContent=JSON.stringify(out);
 document.body.appendChild(pre);})();</script>)js";
@@ -119,6 +128,7 @@ class BrowserReport : public testing::Test {
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (const char* shots = std::getenv("GPUBASE_SCREENSHOT_DIR"); shots && *shots) {
       fs::create_directories(shots);
+      fs::copy_file(file, fs::path(shots) / (name + ".html"), fs::copy_options::overwrite_existing);
       // The full page: tall enough for the longest report.
       run_command("'" + chromium_ + "' --headless --no-sandbox --disable-gpu --hide-scrollbars "
                   "--user-data-dir='" + (dir_ / "profile").string() +
@@ -246,12 +256,23 @@ TEST_F(BrowserReport, ADayOfSecondsStaysSmallAndQuick) {
   gb::RunSeries series;
   constexpr std::size_t kPoints = 24 * 3600;
   for (std::size_t i = 0; i < kPoints; ++i) series.t_s.push_back(static_cast<double>(i + 1));
+  // The columns watch records (watch/series_chart), so the findings are placed on the timeline
+  // as they would be for a real day-long run.
+  const std::map<std::string, std::vector<std::string>> columns = {
+      {"gpu", {"gpu_util_pct", "gpu_sm_active_pct", "gpu_tensor_active_pct"}},
+      {"cpu", {"cpu_busiest_core_pct", "cpu_mean_core_pct", "cpu_iowait_pct"}},
+      {"job", {"job_processes", "job_active_processes", "job_saturated_processes"}},
+      {"disk", {"disk_busiest_util_pct", "disk1", "disk2"}}};
   for (const char* id : {"gpu", "cpu", "job", "disk"}) {
     gb::SeriesPanel p{id, id, "%", 100, {}};
     for (int l = 0; l < 3; ++l) {
-      gb::SeriesLine line{std::string(id) + std::to_string(l), "line " + std::to_string(l), {}};
-      for (std::size_t i = 0; i < kPoints; ++i)
-        line.values.push_back(50 + 45 * std::sin(static_cast<double>(i) / (400.0 + 97 * l)));
+      gb::SeriesLine line{columns.at(id)[static_cast<std::size_t>(l)], "line " + std::to_string(l), {}};
+      for (std::size_t i = 0; i < kPoints; ++i) {
+        const double v = 50 + 45 * std::sin(static_cast<double>(i) / (400.0 + 97 * l));
+        // A saturated loader process half the time: the starvation finding comes and goes
+        // (dozens of markers over the day).
+        line.values.push_back(line.id == "job_saturated_processes" ? (v > 50 ? 1 : 0) : v);
+      }
       p.lines.push_back(std::move(line));
     }
     series.panels.push_back(std::move(p));
@@ -265,9 +286,14 @@ TEST_F(BrowserReport, ADayOfSecondsStaysSmallAndQuick) {
     cores.values.push_back(std::move(v));
   }
   series.strips.push_back(std::move(cores));
+  const gb::Run run = gb::test::watch_starved_run();
+  series.findings = gb::diagnose::finding_timelines(run, series);
+  std::size_t spans = 0;
+  for (const gb::FindingTimeline& f : series.findings) spans += f.spans.size();
+  ASSERT_GT(spans, 0u) << "the day's findings are marked on the timeline";
   gb::report::HtmlOptions options;
   options.series = &series;
-  const std::string html = gb::report::render_html(gb::test::watch_starved_run(), options);
+  const std::string html = gb::report::render_html(run, options);
   EXPECT_LT(html.size(), 5u << 20);
   const PageCheck c = check(html, "watch-24h");
   expect_clean(c, "watch-24h");
@@ -278,7 +304,49 @@ TEST_F(BrowserReport, ADayOfSecondsStaysSmallAndQuick) {
   // target is 2 s (bench/NOTES.md), asserted loosely so a loaded 2-core CI machine passes.
   const double page_ms = c.result["page_ms"].get<double>();
   EXPECT_LT(page_ms, 10000.0);
-  std::printf("24 h series at 1 s: %.2f MB of HTML, page laid out in %.0f ms, Chromium start to "
-              "DOM dump %.2f s\n",
-              static_cast<double>(html.size()) / 1e6, page_ms, c.seconds);
+  std::printf("24 h series at 1 s: %.2f MB of HTML, %zu finding markers, page laid out in %.0f "
+              "ms, Chromium start to DOM dump %.2f s\n",
+              static_cast<double>(html.size()) / 1e6, spans, page_ms, c.seconds);
+}
+
+TEST_F(BrowserReport, TheWatchRunMarksItsFindingsWhereTheyHeld) {
+  // Five minutes at 1 s: the GPU starved (40 % busy) while one loader process holds a core, in
+  // three stretches (30-59 s, 120-149 s, 200-259 s); busy otherwise.
+  gb::RunSeries series;
+  gb::SeriesPanel gpu{"gpu", "GPU activity", "%", 100, {{"gpu_util_pct", "busy (driver)", {}}}};
+  gb::SeriesPanel cpu{"cpu", "CPU", "%", 100, {{"cpu_busiest_core_pct", "busiest core", {}}}};
+  gb::SeriesPanel job{"job", "The job's processes", "processes", 0,
+                      {{"job_saturated_processes", "saturated (>= 90 %)", {}}}};
+  for (int i = 0; i < 300; ++i) {
+    const bool starved = (i >= 30 && i < 60) || (i >= 120 && i < 150) || (i >= 200 && i < 260);
+    series.t_s.push_back(i + 1);
+    gpu.lines[0].values.push_back(starved ? 40 : 99);
+    cpu.lines[0].values.push_back(starved ? 99 : 35);
+    job.lines[0].values.push_back(starved ? 1 : 0);
+  }
+  series.panels = {gpu, cpu, job};
+  const gb::Run run = gb::test::watch_starved_run();
+  series.findings = gb::diagnose::finding_timelines(run, series);
+  gb::report::HtmlOptions options;
+  options.series = &series;
+  const PageCheck c = check(gb::report::render_html(run, options), "watch-findings");
+  expect_clean(c, "watch-findings");
+
+  std::map<std::string, gb::Json> shown;
+  for (const auto& f : c.result["findings"]) shown[f["id"].get<std::string>()] = f;
+  // The starvation finding of this run held in exactly the three stretches.
+  const std::string starved_id = run.findings.front().id;
+  ASSERT_TRUE(shown.count(starved_id)) << c.result["findings"].dump(1);
+  EXPECT_EQ(shown[starved_id]["markers"].get<int>(), 3);
+  EXPECT_EQ(shown[starved_id]["titled"].get<int>(), 3) << "each marker names its finding on hover";
+  EXPECT_EQ(shown[starved_id]["bands"].get<int>(), 3 * 3) << "a band on each of the 3 panels";
+  EXPECT_NE(shown[starved_id]["label"].get<std::string>().find(starved_id), std::string::npos);
+  // Every finding the series can place has a row; the marker count is the spans found.
+  int markers = 0;
+  for (const gb::FindingTimeline& f : series.findings) {
+    ASSERT_TRUE(shown.count(f.finding_id)) << f.finding_id;
+    EXPECT_EQ(shown[f.finding_id]["markers"].get<int>(), static_cast<int>(f.spans.size()));
+    markers += static_cast<int>(f.spans.size());
+  }
+  EXPECT_EQ(charts(c).at("series-findings").first, markers);
 }
