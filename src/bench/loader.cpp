@@ -83,6 +83,7 @@ std::optional<LoaderPoint> measure_point(const data::Dataset& dataset, const Loa
     const double dt = std::chrono::duration<double>(now - last).count();
     last = now;
     if (dt > 0) p.batch_images_per_s.push_back(static_cast<double>(b->size) / dt);
+    p.substituted += b->substituted;
     loader.release(*b);
   }
   const double interval_s = seconds_since(t0);
@@ -131,7 +132,8 @@ Result point_result(const LoaderPoint& p) {
       .param("augment_ms", p.augment_ms, "ms", 3)
       .param("worker_idle_pct", 100 * p.worker_idle_share, "%", 1)
       .param("images_timed", static_cast<double>(p.images), "", 0)
-      .param("bad_samples", static_cast<double>(p.bad_samples), "", 0);
+      .param("bad_samples", static_cast<double>(p.bad_samples), "", 0)
+      .param("substituted", static_cast<double>(p.substituted), "", 0);
   if (p.cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", *p.cpu_busiest_core_pct, "%", 1);
   if (p.cpu_mean_pct) r.param("cpu_mean_pct", *p.cpu_mean_pct, "%", 1);
   if (p.context_switches_per_s)

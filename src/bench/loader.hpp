@@ -105,6 +105,7 @@ struct LoaderPoint {
   double worker_idle_share = 0;
   std::size_t images = 0;  // timed
   std::size_t bad_samples = 0;
+  std::size_t substituted = 0;  // timed positions filled by a substitute for a bad sample
   std::vector<std::string> bad_examples;
   std::optional<double> cpu_busiest_core_pct;  // over the usable cores
   std::optional<double> cpu_mean_pct;

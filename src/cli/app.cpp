@@ -5,7 +5,9 @@
 // Library code throws gb::Error; this file alone turns errors into exit codes.
 #include "cli/app.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include <CLI/CLI.hpp>
 #include <sstream>
@@ -172,10 +174,31 @@ int dispatch(int argc, char** argv) {
 
 }  // namespace
 
+namespace {
+
+// What a command printed must have reached stdout: a write that failed (a full disk, a closed
+// pipe such as `gpubase dataset info SET | head -1`; SIGPIPE is ignored) makes a command that
+// otherwise ended normally exit 4, whichever command printed.
+int checked_stdout(int code) {
+  errno = 0;
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout);
+  const int err = errno;
+  if (!failed) return code;
+  std::clearerr(stdout);
+  const bool ended_normally = code == 0 || code == static_cast<int>(ExitCode::check_failed) ||
+                              code == static_cast<int>(ExitCode::no_gpu);
+  if (!ended_normally) return code;
+  std::fprintf(stderr, "gpubase: writing to standard output failed: %s\n",
+               err != 0 ? std::strerror(err) : "a write did not complete");
+  return static_cast<int>(ExitCode::runtime_error);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const RunningCommand running;
   try {
-    return dispatch(argc, argv);
+    return checked_stdout(dispatch(argc, argv));
   } catch (const Error& e) {
     std::fprintf(stderr, "gpubase: %s\n", e.what());
     return static_cast<int>(exit_code_for(e.kind()));

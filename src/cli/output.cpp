@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -32,6 +33,43 @@
 namespace gb::cli {
 
 namespace {
+
+// Writes `text` to `path` whole or not at all: into a temporary file beside it, renamed over
+// `path` once flushed, so a full disk, a failed write or a kill mid-write never leaves a
+// half-written report or run (a reader sees the old file or the new one). A path that exists
+// and is not a regular file (/dev/stdout, a FIFO), or is a link, is written in place.
+void write_whole_file(const std::filesystem::path& path, const std::string& text,
+                      ErrorKind cannot_open) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  const bool in_place = std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec)) ||
+                        (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st));
+  if (in_place) {
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw Error(cannot_open, "cannot write " + path.string());
+    out << text;
+    if (!out.flush()) throw Error(ErrorKind::runtime, "writing " + path.string() + " failed");
+    return;
+  }
+  std::filesystem::path tmp = path;
+  tmp += ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(cannot_open, "cannot write " + path.string());
+    out << text;
+    if (!out.flush()) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      throw Error(ErrorKind::runtime, "writing " + path.string() + " failed");
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignore;
+    std::filesystem::remove(tmp, ignore);
+    throw Error(ErrorKind::runtime, "writing " + path.string() + " failed: " + ec.message());
+  }
+}
 
 int terminal_width() {
   if (const char* cols = std::getenv("COLUMNS")) {
@@ -104,15 +142,15 @@ void emit_run(const Run& run, const OutputOptions& options) {
   if (!to_file) {
     // A full disk or a closed pipe must not look like success: the run was not delivered.
     const bool written = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
-    if (std::fflush(stdout) != 0 || !written)
+    if (std::fflush(stdout) != 0 || !written) {
+      const int err = errno;
+      std::clearerr(stdout);  // reported here, not again when the command ends (cli::main)
       throw Error(ErrorKind::runtime, std::string("writing the report to standard output failed: ") +
-                                          std::strerror(errno));
+                                          std::strerror(err));
+    }
     return;
   }
-  std::ofstream out(file, std::ios::binary);
-  if (!out) throw Error(ErrorKind::usage, "cannot write " + file);
-  out << text;
-  if (!out.flush()) throw Error(ErrorKind::runtime, "writing " + file + " failed");
+  write_whole_file(file, text, ErrorKind::usage);
 }
 
 void check_output_writable(const OutputOptions& options) {
@@ -156,10 +194,7 @@ std::filesystem::path save_run(const Run& run) {
   for (char& c : stamp)
     if (c == ':') c = '-';
   auto path = dir / (run.command + "-" + stamp + ".json");
-  std::ofstream out(path);
-  out << to_json(run).dump(2) << "\n";
-  if (!out.flush()) throw Error(ErrorKind::runtime, "writing " + path.string() + " failed");
-  out.close();
+  write_whole_file(path, to_json(run).dump(2) + "\n", ErrorKind::runtime);
   // Indexed for `gpubase history` / `compare --last` (opening the history indexes every run file
   // it does not have yet, this one included). The file is the run: an index that cannot be
   // written costs a warning, never the run.

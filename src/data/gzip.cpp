@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 
 #if defined(GPUBASE_HAVE_ZLIB)
@@ -45,6 +46,10 @@ std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed, const
   int rc = Z_OK;
   std::uint8_t chunk[1 << 16];
   for (;;) {
+    if (cancel_requested()) {  // a large stream inflates for seconds: Ctrl-C ends it
+      inflateEnd(&zs);
+      throw_if_cancelled();
+    }
     if (zs.avail_in == 0 && in_pos < compressed.size()) {
       const std::size_t n =
           std::min<std::size_t>(compressed.size() - in_pos, std::numeric_limits<uInt>::max());

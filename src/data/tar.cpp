@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "data/mapped_file.hpp"
 
@@ -126,6 +127,7 @@ TarIndex index_tar(std::span<const std::uint8_t> archive) {
   };
 
   while (pos < end) {
+    throw_if_cancelled();  // a shard of millions of members ends on Ctrl-C like every long loop
     if (end - pos < kBlock) {
       stop(TarIndex::Stop::truncated, "truncated at byte " + std::to_string(pos) +
                                           ": a header needs 512 bytes, " +

@@ -8,6 +8,7 @@
 #include <optional>
 #include <system_error>
 
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "data/tar.hpp"
 
@@ -54,6 +55,7 @@ std::unique_ptr<WebDataset> WebDataset::open(const std::vector<fs::path>& shards
   if (shards.empty()) throw Error(ErrorKind::usage, "WebDataset: no shards given");
   std::unique_ptr<WebDataset> ds(new WebDataset());
   for (const fs::path& p : shards) {
+    throw_if_cancelled();  // thousands of shards: each one's headers are read
     try {
       ds->shards_.push_back(MappedFile::open(p));
     } catch (const Error& e) {

@@ -19,8 +19,10 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <thread>
 
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "sys/nvml.hpp"
@@ -63,9 +65,23 @@ std::vector<std::filesystem::path> collect_run_files(const std::vector<std::stri
     if (fs::is_directory(st)) {
       const auto walk = fs::directory_options::skip_permission_denied |
                         fs::directory_options::follow_directory_symlink;
+      // Each directory is walked once, however many links lead to it: a link loop would
+      // otherwise be followed until the path is too long (with two loops, for ever).
+      std::set<std::pair<dev_t, ino_t>> walked;
+      const auto first_walk = [&](const fs::path& dir) {
+        struct stat ds {};
+        return ::stat(dir.c_str(), &ds) != 0 || walked.emplace(ds.st_dev, ds.st_ino).second;
+      };
+      first_walk(p);
       for (fs::recursive_directory_iterator it(p, walk, ec), end;
            it != end; it.increment(ec)) {
         if (ec) break;
+        throw_if_cancelled();
+        std::error_code type_ec;
+        if (it->is_directory(type_ec)) {
+          if (!first_walk(it->path())) it.disable_recursion_pending();
+          continue;
+        }
         if (it->path().extension() == ".json" && it->is_regular_file(ec)) files.push_back(it->path());
       }
     } else {
@@ -185,6 +201,7 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
     std::string err;
     KeyTable& keys = tables[static_cast<std::size_t>(w)];
     for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < files.size();) {
+      if (cancel_requested()) return;  // Ctrl-C: the calling thread throws once all stopped
       Slot& s = slots[i];
       s.worker = w;
       err.clear();
@@ -209,6 +226,7 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
   for (int w = 1; w < jobs; ++w) threads.emplace_back(work, w);
   work(0);
   for (auto& t : threads) t.join();
+  throw_if_cancelled();
   const auto t1 = std::chrono::steady_clock::now();
 
   // One key table: each worker's ids mapped into it.

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
 
@@ -222,6 +223,7 @@ History History::open(const fs::path& dir, int busy_timeout_ms) {
     exec(h.db_, h.path_, "BEGIN IMMEDIATE", "starting the import");
     try {
       for (const fs::path& p : missing) {
+        throw_if_cancelled();  // the first use indexes every saved run: Ctrl-C rolls it back
         std::ifstream in(p);
         const Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
         if (!j.is_object() || j.value("schema", "") != "gpubase.run") continue;

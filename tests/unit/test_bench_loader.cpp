@@ -116,6 +116,29 @@ TEST(BenchLoader, CountsACorruptJpegAsBadAndKeepsGoing) {
   EXPECT_GT(*find(sink.results(), "loader.cpu.w1.images_per_s")->value, 0);
 }
 
+TEST(BenchLoader, SubstitutesABadSampleOncePerEpochTimed) {
+  test::TempDir dir;
+  make_synth_set(dir / "set");
+  test::write_bytes(dir / "set" / data::synth_class_name(1) / "truncated.jpg",
+                    {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46});
+  const auto dataset = data::open_dataset({.path = dir / "set"});
+  const double n = static_cast<double>(dataset->size());
+
+  ResultSink sink;
+  LoaderBenchOptions o = quick_options({1});
+  o.seconds_per_point = 1.0;  // several epochs of 25 samples
+  run_loader_bench(*dataset, o, sink);
+  const Result* point = find(sink.results(), "loader.cpu.w1.images_per_s");
+  ASSERT_NE(point, nullptr);
+  const double timed = *point->find_param("images_timed")->number;
+  const double substituted = *point->find_param("substituted")->number;
+  ASSERT_GT(timed, 2 * n) << "too few epochs timed to check";
+  // One bad position per epoch: the timed window holds timed / n epochs, give or take the two
+  // partial epochs at its ends.
+  EXPECT_NEAR(substituted, timed / n, 2.0);
+  EXPECT_EQ(*point->find_param("bad_samples")->number, 1);
+}
+
 TEST(BenchLoader, RefusesIdxDataWithAClearUsageError) {
   test::TempDir dir;
   std::vector<std::uint8_t> images = {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2};
