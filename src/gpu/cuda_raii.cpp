@@ -1,6 +1,9 @@
 // gpu/cuda_raii.cpp: see cuda_raii.hpp.
 #include "gpu/cuda_raii.hpp"
 
+#include "core/error.hpp"
+#include "gpu/cublaslt_lazy.hpp"
+
 namespace gb::gpu {
 
 Stream Stream::create() {
@@ -34,6 +37,9 @@ void* PinnedAllocator::allocate(std::size_t bytes, unsigned flags) {
 }
 
 CublasLtHandle CublasLtHandle::create() {
+  // cuBLASLt is opened on first use: a machine without it gets the reason, not a bare status.
+  if (!cublaslt_available())
+    throw Error(ErrorKind::runtime, "cuBLASLt is unavailable: " + cublaslt_load_error());
   cublasLtHandle_t h{};
   GB_CHECK_CUBLAS(cublasLtCreate(&h));
   return CublasLtHandle(h);

@@ -2,10 +2,14 @@
 // (diagnose/compare, `gpubase compare`): runs saved before the index existed are imported on
 // first use; filters and a key's trend; the previous run of the same GPU and command; a locked,
 // damaged or newer database is a clear error and every run file stays; a change is a regression
-// only beyond both runs' spread and the key's threshold, and `compare` exits 1 on one.
+// only beyond both runs' spread and the key's threshold, and `compare` exits 1 on one. The
+// index follows the folder incrementally: an unchanged folder is not listed, a new file is
+// read, a removed one leaves the index, a changed one is read again, a file still being written
+// is read again later, and a schema 1 index is brought up to date without reading any file.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -54,6 +58,23 @@ class History : public testing::Test {
   }
   void write(const gb::Run& run, const std::string& name) {
     std::ofstream(dir_ / "runs" / name) << gb::to_json(run).dump();
+  }
+  // Replaced as editors and careful writers do: a new file renamed over the old name.
+  void replace(const gb::Run& run, const std::string& name) {
+    std::ofstream(dir_ / "runs" / (name + ".tmp")) << gb::to_json(run).dump();
+    fs::rename(dir_ / "runs" / (name + ".tmp"), dir_ / "runs" / name);
+  }
+  // Dates the folder and its files an hour back: stamps older than the file system's clock tick,
+  // so the index trusts them (a stamp from the last seconds is checked again at the next open).
+  void age() {
+    const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
+    for (const auto& e : fs::directory_iterator(dir_ / "runs")) fs::last_write_time(e.path(), old);
+    fs::last_write_time(dir_ / "runs", old);
+  }
+  double bf16(const gb::store::History& h, const std::string& file) {
+    for (const auto& p : h.trend("probe.gemm.bf16.tflops", {}))
+      if (p.run.file == file) return p.value.value_or(-1);
+    return -1;
   }
   fs::path dir_;
 };
@@ -210,4 +231,94 @@ TEST_F(History, CompareExitsOneOnARegressionAndLastFindsThePreviousRun) {
   EXPECT_EQ(o.code, 1) << o.err;
   EXPECT_NE(out.find("probe-2.json"), std::string::npos) << out;
   EXPECT_NE(out.find("REGRESSION"), std::string::npos) << out;
+}
+
+TEST_F(History, AnUnchangedFolderIsNotListedAgain) {
+  write(probe_run("2026-12-01T10:00:00Z", "GPU-a", 790), "probe-1.json");
+  write(probe_run("2026-12-02T10:00:00Z", "GPU-a", 792), "probe-2.json");
+  age();
+  const auto first = gb::store::History::open(dir_);
+  EXPECT_EQ(first.imported(), 2u);
+  EXPECT_EQ(first.listed(), 2u);
+  const auto again = gb::store::History::open(dir_);
+  EXPECT_EQ(again.listed(), 0u) << "the folder's stamp is the one stored";
+  EXPECT_EQ(again.imported(), 0u);
+  EXPECT_EQ(again.runs({}).size(), 2u);
+}
+
+TEST_F(History, ANewFileIsReadAndOnlyIt) {
+  write(probe_run("2026-12-01T10:00:00Z", "GPU-a", 790), "probe-1.json");
+  age();
+  gb::store::History::open(dir_);
+  write(probe_run("2026-12-02T10:00:00Z", "GPU-a", 792), "probe-2.json");
+  const auto h = gb::store::History::open(dir_);
+  EXPECT_EQ(h.listed(), 2u);
+  EXPECT_EQ(h.imported(), 1u) << "probe-1.json is unchanged and not read again";
+  EXPECT_EQ(h.runs({}).size(), 2u);
+}
+
+TEST_F(History, ARemovedFileLeavesTheIndex) {
+  write(probe_run("2026-12-01T10:00:00Z", "GPU-a", 790), "probe-1.json");
+  write(probe_run("2026-12-02T10:00:00Z", "GPU-a", 792), "probe-2.json");
+  age();
+  gb::store::History::open(dir_);
+  fs::remove(dir_ / "runs" / "probe-2.json");
+  const auto h = gb::store::History::open(dir_);
+  EXPECT_EQ(h.removed(), 1u);
+  EXPECT_EQ(h.imported(), 0u);
+  const auto rows = h.runs({});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].file, "probe-1.json");
+  EXPECT_EQ(h.trend("probe.gemm.bf16.tflops", {}).size(), 1u) << "its results went with it";
+  ASSERT_TRUE(h.newest({}));
+  EXPECT_FALSE(h.previous_of(*h.newest({})));
+}
+
+TEST_F(History, AChangedFileIsReadAgain) {
+  write(probe_run("2026-12-01T10:00:00Z", "GPU-a", 790), "probe-1.json");
+  write(probe_run("2026-12-02T10:00:00Z", "GPU-a", 792), "probe-2.json");
+  age();
+  EXPECT_EQ(bf16(gb::store::History::open(dir_), "probe-2.json"), 792);
+  replace(probe_run("2026-12-02T10:00:00Z", "GPU-b", 650), "probe-2.json");
+  const auto h = gb::store::History::open(dir_);
+  EXPECT_EQ(h.imported(), 1u);
+  EXPECT_EQ(bf16(h, "probe-2.json"), 650);
+  EXPECT_EQ(h.runs({}).size(), 2u) << "replaced, not added";
+  EXPECT_EQ(h.trend("probe.gemm.bf16.tflops", {}).size(), 2u);
+  gb::store::RunFilter f;
+  f.gpu_uuid = "GPU-b";
+  EXPECT_EQ(h.runs(f).size(), 1u);
+}
+
+TEST_F(History, AFileStillBeingWrittenIsReadAgainLater) {
+  // Seen between its creation and the end of its write: not a run yet. Its stamp is seconds
+  // old, so the next open lists the folder and reads it again, though no name was added.
+  const std::string text = gb::to_json(probe_run("2026-12-01T10:00:00Z", "GPU-a", 790)).dump();
+  std::ofstream(dir_ / "runs" / "probe-1.json") << text.substr(0, text.size() / 2);
+  EXPECT_EQ(gb::store::History::open(dir_).imported(), 0u);
+  std::ofstream(dir_ / "runs" / "probe-1.json") << text;
+  const auto h = gb::store::History::open(dir_);
+  EXPECT_EQ(h.imported(), 1u);
+  EXPECT_EQ(h.runs({}).size(), 1u);
+}
+
+TEST_F(History, ASchemaOneIndexIsBroughtUpToDateWithoutReadingAFile) {
+  write(probe_run("2026-12-01T10:00:00Z", "GPU-a", 790), "probe-1.json");
+  write(probe_run("2026-12-02T10:00:00Z", "GPU-a", 792), "probe-2.json");
+  age();
+  gb::store::History::open(dir_);
+  // What schema 1 had: runs and results, no record of the folder.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "history.sqlite").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "DROP TABLE files; DROP TABLE folder; DROP INDEX results_by_run; "
+                         "PRAGMA user_version = 1",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const auto h = gb::store::History::open(dir_);
+  EXPECT_EQ(h.listed(), 2u);
+  EXPECT_EQ(h.imported(), 0u) << "the indexed runs are taken as they are";
+  EXPECT_EQ(h.runs({}).size(), 2u);
+  EXPECT_EQ(gb::store::History::open(dir_).listed(), 0u);
 }

@@ -12,6 +12,7 @@
 #include "bench/suite.hpp"
 #include "core/error.hpp"
 #include "gpu/check.hpp"
+#include "gpu/cublaslt_lazy.hpp"
 
 namespace gb::bench {
 
@@ -204,8 +205,12 @@ void add_device_facts(const DeviceContext& ctx, ResultSink& sink) {
              [](const std::string& s) { return s; }));
   fact("cuda.driver", "CUDA (driver)", cuda_version_string(driver));
   fact("cuda.runtime", "CUDA (runtime)", cuda_version_string(runtime));
-  const auto lt = static_cast<int>(cublasLtGetVersion());  // major*10000 + minor*100 + patch
-  fact("cublaslt.version", "cuBLASLt", version_string(lt / 10000, (lt / 100) % 100, lt % 100));
+  if (gpu::cublaslt_available()) {
+    const auto lt = static_cast<int>(cublasLtGetVersion());  // major*10000 + minor*100 + patch
+    fact("cublaslt.version", "cuBLASLt", version_string(lt / 10000, (lt / 100) % 100, lt % 100));
+  } else {
+    fact("cublaslt.version", "cuBLASLt", "unavailable: " + gpu::cublaslt_load_error());
+  }
   const auto dnn = static_cast<int>(cudnnGetVersion());  // cuDNN 9: major*10000 + minor*100 + patch
   fact("cudnn.version", "cuDNN", version_string(dnn / 10000, (dnn / 100) % 100, dnn % 100));
 }

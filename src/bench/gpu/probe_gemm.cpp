@@ -68,6 +68,7 @@
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "gpu/check.hpp"
+#include "gpu/cublaslt_lazy.hpp"
 #include "gpu/cuda_raii.hpp"
 #include "gpu/fill.hpp"
 #include "gpu/gemm_lt.hpp"
@@ -765,10 +766,20 @@ std::string progress_line(const GemmCase& c, const Result& r) {
 }  // namespace
 
 void probe_gemm(const ProbeContext& ctx, ResultSink& sink) {
+  const Budget budget = budget_for(ctx.options.quick);
+  // cuBLASLt is opened on first use (gpu/cublaslt_lazy): without it every case is skipped with
+  // the loader's reason, and the probe's other sections still run.
+  if (!gpu::cublaslt_available()) {
+    for (const GemmCase& c : gemm_cases(ctx.options.quick))
+      for (Result& r : no_figure(c, budget, Status::skipped, gpu::cublaslt_load_error())) {
+        sink.progress(progress_line(c, r));
+        sink.add(std::move(r));
+      }
+    return;
+  }
   const gpu::CublasLtHandle handle = gpu::CublasLtHandle::create();
   const gpu::Stream stream = gpu::Stream::create();
   const gpu::DeviceBuffer workspace(kWorkspaceBytes);
-  const Budget budget = budget_for(ctx.options.quick);
 
   bool after_sustained = false;
   for (const GemmCase& c : gemm_cases(ctx.options.quick)) {
