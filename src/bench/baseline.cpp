@@ -8,6 +8,7 @@
 
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "core/format.hpp"
 
 namespace gb::bench {
 
@@ -151,5 +152,53 @@ BaselineOutcome run_baseline(std::span<const BaselineStage> stages, ResultSink& 
   return outcome;
 }
 
+
+TrainFeedChoice choose_training_feed(const FeedInputs& in,
+                                     std::optional<double> model_images_per_s) {
+  TrainFeedChoice f;
+  if (in.starve) {
+    f.workers = 1;
+    f.why = "one CPU worker (--starve): the loader cannot keep up, the rows show it";
+    return f;
+  }
+  const bool have_split = in.split_images_per_s && *in.split_images_per_s > 0;
+  auto split = [&](const std::string& because) {
+    f.decode = pipeline::DecodeMode::both;
+    f.workers = 0;
+    f.gpu_share = in.split_gpu_share.value_or(0);
+    f.why = "the CPU/GPU split (nvJPEG + CPU workers, " + grouped(*in.split_images_per_s) +
+            " images/s in the loader stage): " + because;
+    return f;
+  };
+  auto knee = [&](const std::string& because) {
+    f.decode = pipeline::DecodeMode::cpu;
+    f.workers = *in.knee_workers;
+    f.why = std::to_string(f.workers) + " CPU workers, the knee of the loader sweep" +
+            (because.empty() ? std::string() : ": " + because);
+    return f;
+  };
+  if (!in.knee_workers) {
+    if (have_split) return split("the loader stage found no CPU knee");
+    f.why = "the pipeline's default workers (the loader stage found no knee)";
+    return f;
+  }
+  const std::string knee_rate =
+      in.knee_images_per_s ? grouped(*in.knee_images_per_s) + " images/s" : "its rate unknown";
+  if (model_images_per_s && *model_images_per_s > 0 && in.knee_images_per_s) {
+    const double ratio = *in.knee_images_per_s / *model_images_per_s;
+    const std::string compare = "the knee (" + std::to_string(*in.knee_workers) + " workers, " +
+                                knee_rate + ") is " + fixed(ratio, 2) + "x the model's " +
+                                grouped(*model_images_per_s) + " images/s alone";
+    if (ratio >= kFeedHeadroom) return knee(compare + " (at least " + fixed(kFeedHeadroom, 1) +
+                                            "x)");
+    if (have_split) return split(compare + ", below " + fixed(kFeedHeadroom, 1) + "x");
+    return knee(compare + ", below " + fixed(kFeedHeadroom, 1) + "x, and no split to take over" +
+                (in.split_missing.empty() ? std::string() : " (" + in.split_missing + ")"));
+  }
+  // The model's rate is unknown: the faster of the two the loader stage measured.
+  if (have_split && in.knee_images_per_s && *in.split_images_per_s > *in.knee_images_per_s)
+    return split("faster than the CPU path's knee (" + knee_rate + ")");
+  return knee(in.knee_images_per_s ? knee_rate : std::string());
+}
 
 }  // namespace gb::bench

@@ -20,11 +20,13 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "bench/suite.hpp"
+#include "bench/train.hpp"
 
 namespace gb::bench {
 
@@ -79,5 +81,28 @@ std::vector<Result> stage_results(std::span<const StageRecord> records);
 std::span<const SectionRule> baseline_section_rules();
 
 std::string_view to_string(StageState s);
+
+// What feeds the training run. The loader stage measured the CPU path's knee (its workers and
+// rate) and, where nvJPEG runs, the CPU/GPU split; the training stage times the model alone
+// first. The CPU path at the knee feeds it when it outruns the model by kFeedHeadroom: below
+// that the GPU waits for data whenever the loader's rate dips (the consumer thread, the
+// in-process sampler and page-cache misses share the same cores; bench/NOTES.md b1: the knee at
+// 1.14x the model left the GPU waiting 18 % of the time). Then the split feeds it, when it ran.
+inline constexpr double kFeedHeadroom = 1.3;
+
+struct FeedInputs {
+  bool starve = false;                      // --starve: one CPU worker, whatever was measured
+  std::optional<unsigned> knee_workers;     // loader.cpu.knee.workers
+  std::optional<double> knee_images_per_s;  // the CPU path at the knee
+  std::optional<double> split_images_per_s;  // loader.split.images_per_s (nvJPEG ran)
+  std::optional<double> split_gpu_share;     // its share to nvJPEG, 0..1 (kept for training)
+  std::string split_missing;                // why there is no split figure, when known
+};
+
+// The choice for a model that runs `model_images_per_s` alone (empty: not measured; then the
+// split feeds it only when the loader stage found it faster than the knee). `why` says which
+// and why, with the figures.
+TrainFeedChoice choose_training_feed(const FeedInputs& in,
+                                     std::optional<double> model_images_per_s);
 
 }  // namespace gb::bench

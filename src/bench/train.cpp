@@ -82,6 +82,9 @@ Result& feed_params(Result& r, const TrainMeasurement& m) {
     r.param("nvjpeg_backend", m.data_nvjpeg_backend);
     r.param("decode_failures", static_cast<double>(m.data_decode_failures), "", 0);
   }
+  if (m.model_alone_images_per_s)
+    r.param("model_alone_images_per_s", *m.model_alone_images_per_s, "images/s", 0);
+  if (!m.data_feed.empty()) r.param("feed", m.data_feed);
   return r;
 }
 

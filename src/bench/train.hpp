@@ -21,6 +21,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,6 +41,15 @@ const std::vector<std::string>& train_precisions();  // fp32, tf32, fp16, bf16
 // With --graph the first warm-up step(s) capture the step; at least this many warm-up steps so
 // the capture and the first replays are never timed.
 inline constexpr int kTrainMinGraphWarmup = 3;
+
+// What TrainBenchOptions::pick_feed decides.
+struct TrainFeedChoice {
+  pipeline::DecodeMode decode = pipeline::DecodeMode::cpu;
+  unsigned workers = 0;  // 0: the pipeline's default for the decode mode
+  double gpu_share = 0;  // both: the share to nvJPEG; 0: balanced from both paths measured alone
+  std::string why;       // said in the run: "the CPU/GPU split: ..."
+};
+inline constexpr int kTrainModelAloneSteps = 10;
 
 struct TrainBenchOptions {
   std::vector<std::string> models;      // empty: resnet50
@@ -69,6 +79,12 @@ struct TrainBenchOptions {
   double data_gpu_share = 0;
   unsigned data_workers = 0;  // 0: the pipeline's default for the decode mode
   std::size_t data_prefetch = 4;
+  // Fed runs: when set, the model is first timed alone on the feed's own input buffers (random
+  // images and labels; kTrainModelAloneSteps steps after the warm-up steps that capture its
+  // graph, so the capture is not repeated), and this picks the input pipeline's decode mode and
+  // workers from that rate before the pipeline starts (`gpubase baseline`: a loader that barely
+  // outruns the model leaves the GPU waiting). Its `why` lands in TrainMeasurement::data_feed.
+  std::function<TrainFeedChoice(double model_images_per_s)> pick_feed;
 };
 
 // Where training results print: one configuration per row (ResultSink::declare_sections).
@@ -123,6 +139,9 @@ struct TrainMeasurement {
   std::string data_gpu_share_source;     // "asked", or the two rates it was balanced from
   std::string data_nvjpeg_backend;       // gpu, both: "hardware", ...
   std::size_t data_decode_failures = 0;  // gpu, both: rejected by nvJPEG (left at the mean)
+  // pick_feed: the model alone on the feed's buffers (batch / median step), and the choice.
+  std::optional<double> model_alone_images_per_s;
+  std::string data_feed;
   // The input pipeline could not run here (no libnvjpeg for gpu or both): the configuration
   // is skipped with this reason.
   std::string skipped_reason;

@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -47,6 +49,7 @@
 #include "diagnose/text.hpp"
 #include "diagnose/thresholds.hpp"
 #include "data/synth.hpp"
+#include "sys/host_membw.hpp"
 #include "sys/nvml.hpp"
 #include "watch/background.hpp"
 #include "watch/watch.hpp"
@@ -76,16 +79,39 @@ namespace {
 constexpr std::size_t kSynthImages = 2048;
 constexpr std::size_t kSynthClasses = 100;
 
-// Stage timing: what the progress line announces (H200, 16 cores; docs/baseline.md).
+// Stage timing: what the progress line announces (H200, 16 cores; bench/NOTES.md b1, b2).
+// --quick (target <= 90 s with the synthetic set cached): the quick probe; a three-point loader
+// sweep (1, half and all cores) at 0.75 s a point; 8 s of timed training after the model is
+// timed alone and warmed up (its algorithm search, ~15-20 s, is most of the stage); the amp
+// study at 2 seeds x 3 epochs; inference with 3 warm-up passes and 1 s timed per precision
+// (its trainers search forward algorithms only).
 struct StageBudget {
   double card_s, loader_s, train_s, amp_s, infer_s;
   double loader_seconds_per_point;
+  bool loader_three_points;
   double train_timed_s;
   int train_warmup;
   int amp_seeds, amp_epochs;
+  int infer_warmup;
+  double infer_timed_s;
 };
-constexpr StageBudget kFull{40, 35, 90, 80, 20, 3.0, 60, 20, 3, 8};
-constexpr StageBudget kQuick{15, 15, 35, 25, 20, 1.0, 20, 10, 2, 4};
+constexpr StageBudget kFull{40, 35, 90, 80, 15, 3.0, false, 60, 20, 3, 8, 10, 3.0};
+constexpr StageBudget kQuick{9, 8, 28, 24, 8, 0.75, true, 8, 10, 2, 3, 3, 1.0};
+// What --quick gives up, for the run's facts. The amp study's noise band is 2 sd / sqrt(seeds)
+// of the per-seed accuracy differences (bench/amp.cpp): fewer seeds widen it by
+// sqrt(full / quick) for the same spread, and fewer epochs leave the runs less converged, so the
+// spread itself is larger; both are measured and printed with the AMP row.
+std::string quick_run_note() {
+  const double wider = std::sqrt(static_cast<double>(kFull.amp_seeds) / kQuick.amp_seeds);
+  return "quick probe, a 3-point loader sweep, " + fixed(kQuick.train_timed_s, 0) +
+         " s of timed training instead of " + fixed(kFull.train_timed_s, 0) +
+         "; AMP study with " + std::to_string(kQuick.amp_seeds) + " seeds x " +
+         std::to_string(kQuick.amp_epochs) + " epochs instead of " +
+         std::to_string(kFull.amp_seeds) + " x " + std::to_string(kFull.amp_epochs) +
+         ": its noise band is " + fixed(wider, 2) + "x wider for the same seed-to-seed spread "
+         "(2 sd / sqrt(seeds)), and the spread itself is larger after fewer epochs (both measured: "
+         "amp.seed_spread.points, the noise band of amp.accuracy_loss.pct)";
+}
 
 // A progress line per stage and, on a terminal, a bar under the lines that shows the running
 // stage's elapsed time against its expected time. Every line goes through here so the bar is
@@ -185,39 +211,24 @@ const Result* find_result(bench::ResultSink& sink, std::string_view key) {
   return nullptr;
 }
 
-// What feeds the training run: the knee's workers on the CPU path, or the CPU/GPU split with
-// the pipeline's default workers when the loader stage found it faster than the CPU path's
-// best; one worker with --starve. The reason goes into a fact.
-struct Feed {
-  pipeline::DecodeMode decode = pipeline::DecodeMode::cpu;
-  unsigned workers = 0;  // 0: the pipeline's default
-  std::string why;
-};
-
-Feed choose_feed(const BaselineCli& cli, bench::ResultSink& sink) {
-  Feed f;
-  if (cli.starve) {
-    f.workers = 1;
-    f.why = "one CPU worker (--starve): the loader cannot keep up, the rows show it";
-    return f;
+// What the loader stage measured, for choose_training_feed.
+bench::FeedInputs feed_inputs(const BaselineCli& cli, bench::ResultSink& sink) {
+  bench::FeedInputs in;
+  in.starve = cli.starve;
+  if (const Result* knee = find_result(sink, "loader.cpu.knee.workers")) {
+    in.knee_workers = static_cast<unsigned>(*knee->value);
+    const std::string key = "loader.cpu.w" + std::to_string(*in.knee_workers) + ".images_per_s";
+    if (const Result* rate = find_result(sink, key)) in.knee_images_per_s = *rate->value;
   }
-  const Result* knee = find_result(sink, "loader.cpu.knee.workers");
-  const Result* best = find_result(sink, "loader.cpu.best.images_per_s");
-  const Result* split = find_result(sink, "loader.split.images_per_s");
-  if (split && best && *split->value > *best->value) {
-    f.decode = pipeline::DecodeMode::both;
-    f.why = "the CPU/GPU split (" + grouped(*split->value) +
-            " images/s in the loader stage, above the CPU path's best " +
-            grouped(*best->value) + ")";
-    return f;
-  }
-  if (knee) {
-    f.workers = static_cast<unsigned>(*knee->value);
-    f.why = std::to_string(f.workers) + " CPU workers, the knee of the loader sweep";
+  if (const Result* split = find_result(sink, "loader.split.images_per_s")) {
+    in.split_images_per_s = *split->value;
+    if (const Result* share = find_result(sink, "loader.split.gpu_share.pct"))
+      in.split_gpu_share = *share->value / 100.0;
   } else {
-    f.why = "the pipeline's default workers (the loader stage found no knee)";
+    for (const Result& r : sink.results())
+      if (r.key == "loader.split.images_per_s" && !r.reason.empty()) in.split_missing = r.reason;
   }
-  return f;
+  return in;
 }
 
 // The GPU and CPU rows without a training run: skipped with the reason, not "not run".
@@ -272,6 +283,13 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
          const auto dataset = data::open_dataset({.path = dataset_path});
          bench::LoaderBenchOptions o;
          o.seconds_per_point = b.loader_seconds_per_point;
+         if (b.loader_three_points) {
+           const unsigned cores =
+               static_cast<unsigned>(std::max<std::size_t>(sys::allowed_cpus().size(), 1));
+           o.workers = {1u};
+           if (cores / 2 > 1) o.workers.push_back(cores / 2);
+           if (cores > 1) o.workers.push_back(cores);
+         }
          o.device = cli.device;
          o.data_wait = false;  // the training run measures it for real
          std::string no_gpu;
@@ -288,12 +306,18 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
          sink.declare_sections(watch::watch_section_rules());
          bench::TrainBenchOptions t = train_options(cli, b);
          t.data = dataset_path.string();
-         const Feed feed = choose_feed(cli, sink);
-         t.data_decode = feed.decode;
-         t.data_workers = feed.workers;
-         sink.add_fact({"baseline.train.feed", "training fed by", feed.why});
+         const bench::FeedInputs inputs = feed_inputs(cli, sink);
+         // Until the model's rate is known (no GPU: never), the choice from the loader alone.
+         const bench::TrainFeedChoice first = bench::choose_training_feed(inputs, std::nullopt);
+         t.data_decode = first.decode;
+         t.data_workers = first.workers;
+         t.data_gpu_share = first.gpu_share;
+         t.pick_feed = [inputs](double model_images_per_s) {
+           return bench::choose_training_feed(inputs, model_images_per_s);
+         };
          std::string no_gpu;
          if (bench::cuda_device_count(no_gpu) == 0) {
+           sink.add_fact({"baseline.train.feed", "training fed by", first.why});
            add_watch_skipped(sink, "no GPU: " + no_gpu);
            for (const bench::TrainConfig& c : bench::train_configs(t))
              sink.add(Result::skipped(bench::train_key(c, "data_wait_pct"),
@@ -306,7 +330,6 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
            end.skipped_reason = "no GPU: " + no_gpu;
            return end;
          }
-         progress.line("  feeding it with " + feed.why);
          watch::BackgroundWatchOptions watch_options{.device = cli.device};
          if (prometheus)
            watch_options.on_sample = [prometheus](const watch::WatchSample& s) {
@@ -324,6 +347,12 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
            throw;
          }
          watch::WatchOutcome seen = w.stop();
+         // The feed the training stage chose once it had timed the model alone.
+         std::string fed_by = first.why;
+         for (const Result& r : sink.results())
+           if (r.key.starts_with("train.") && r.key.ends_with(".images_per_s"))
+             if (const auto why = r.text_param("feed")) fed_by = *why;
+         sink.add_fact({"baseline.train.feed", "training fed by", fed_by});
          for (Fact& f : seen.facts) sink.add_fact(std::move(f));
          for (Result& r : seen.results) sink.add(std::move(r));
          bench::StageEnd end;
@@ -351,9 +380,11 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
                     }});
   stages.push_back({"infer", "inference: " + bench::train_model_title("resnet50") +
                                  " forward only, CUDA graph, batch 64, FP32/FP16/BF16",
-                    b.infer_s, [&cli](bench::ResultSink& sink) {
+                    b.infer_s, [&cli, &b](bench::ResultSink& sink) {
                       bench::InferBenchOptions o;
                       o.device = cli.device;
+                      o.warmup = b.infer_warmup;
+                      o.max_timed_s = b.infer_timed_s;
                       const bench::InferBenchOutcome out = bench::run_infer_bench(o, sink);
                       bench::StageEnd end;
                       end.gpu_found = out.gpu_found;
@@ -502,8 +533,9 @@ std::shared_ptr<BaselineCli> add_baseline_command(CLI::App& app, CLI::App*& cmd)
       "the four questions in one run: probe, loader sweep, a training run fed by the loader "
       "under watch, a short AMP study; prints the checklist, saves the run");
   cmd->add_flag("--quick", cli->quick,
-                "quick probe, shorter sweep, 20 s of training, 2 seeds x 4 epochs of the AMP "
-                "study (about 90 s on an H200; a wider noise band)");
+                "quick probe, a 3-point loader sweep, 8 s of timed training, 2 seeds x 3 epochs "
+                "of the AMP study (about 80 s on an H200 with the synthetic set made; a wider "
+                "noise band)");
   cmd->add_option("--data", cli->data,
                   "training set (ImageFolder, WebDataset shards, .gbpack; JPEG samples); "
                   "default: a synthetic ImageNet-like set made once under the data folder");
@@ -592,13 +624,7 @@ int run_baseline_command(const BaselineCli& cli) {
                                  [&](const std::string& l) { progress.line("baseline: " + l); });
   bench::ResultSink sink([&](const std::string& line) { progress.line(line); });
   if (cli.quick)
-    sink.add_fact({"baseline.quick", "quick run",
-                   "shorter probe, loader points and training; AMP study with " +
-                       std::to_string(kQuick.amp_seeds) + " seeds x " +
-                       std::to_string(kQuick.amp_epochs) + " epochs instead of " +
-                       std::to_string(kFull.amp_seeds) + " x " +
-                       std::to_string(kFull.amp_epochs) +
-                       ": its noise band is wider (see amp.accuracy_loss.pct)"});
+    sink.add_fact({"baseline.quick", "quick run", quick_run_note()});
   // The training stage's samples, live, and the loader stage's rates once it ends.
   std::unique_ptr<PrometheusExport> prometheus;
   if (cli.prometheus.enabled())

@@ -25,6 +25,10 @@ int tj_subsampling(ChromaSubsampling s) {
       return TJSAMP_420;
     case ChromaSubsampling::gray:
       return TJSAMP_GRAY;
+    case ChromaSubsampling::s440:
+      return TJSAMP_440;
+    case ChromaSubsampling::s411:
+      return TJSAMP_411;
   }
   return TJSAMP_420;
 }
@@ -37,6 +41,10 @@ ChromaSubsampling from_tj(int s) {
       return ChromaSubsampling::s422;
     case TJSAMP_GRAY:
       return ChromaSubsampling::gray;
+    case TJSAMP_440:
+      return ChromaSubsampling::s440;
+    case TJSAMP_411:
+      return ChromaSubsampling::s411;
     default:
       return ChromaSubsampling::s420;
   }
@@ -79,7 +87,8 @@ JpegEncoder::~JpegEncoder() {
 }
 
 void JpegEncoder::encode_rgb(std::span<const std::uint8_t> rgb, int width, int height, int quality,
-                             ChromaSubsampling subsampling, std::vector<std::uint8_t>& out) {
+                             ChromaSubsampling subsampling, std::vector<std::uint8_t>& out,
+                             bool progressive) {
   if (width <= 0 || height <= 0 || rgb.size() < std::size_t(width) * height * 3) {
     throw Error(ErrorKind::runtime, "JpegEncoder: pixel buffer smaller than the image");
   }
@@ -89,7 +98,8 @@ void JpegEncoder::encode_rgb(std::span<const std::uint8_t> rgb, int width, int h
   unsigned long size = out.size();
   const int rc =
       tjCompress2(static_cast<tjhandle>(handle_), rgb.data(), width, width * 3, height, TJPF_RGB,
-                  &dst, &size, tj_subsampling(subsampling), quality, TJFLAG_NOREALLOC);
+                  &dst, &size, tj_subsampling(subsampling), quality,
+                  TJFLAG_NOREALLOC | (progressive ? TJFLAG_PROGRESSIVE : 0));
   if (rc != 0) {
     throw Error(ErrorKind::runtime,
                 std::string("TurboJPEG: tjCompress2 failed: ") + tjGetErrorStr2(handle_));

@@ -11,7 +11,7 @@
 
 namespace gb::data {
 
-enum class ChromaSubsampling { s444, s422, s420, gray };
+enum class ChromaSubsampling { s444, s422, s420, gray, s440, s411 };
 
 struct JpegInfo {
   int width = 0;
@@ -27,8 +27,10 @@ class JpegEncoder {
   ~JpegEncoder();
 
   // rgb: height rows of width*3 bytes. Appends nothing: `out` is replaced by the JPEG file.
+  // `progressive`: a progressive JPEG (SOF2, several scans) instead of a baseline one.
   void encode_rgb(std::span<const std::uint8_t> rgb, int width, int height, int quality,
-                  ChromaSubsampling subsampling, std::vector<std::uint8_t>& out);
+                  ChromaSubsampling subsampling, std::vector<std::uint8_t>& out,
+                  bool progressive = false);
 
  private:
   void* handle_ = nullptr;

@@ -11,6 +11,7 @@
 #include "diagnose/diagnose.hpp"
 #include "diagnose/text.hpp"
 #include "diagnose/thresholds.hpp"
+#include "diagnose/watch_rules.hpp"
 
 namespace gb::diagnose {
 
@@ -148,6 +149,15 @@ const Result* worst_train_figure(const Run& run, const MetricRowSpec& spec) {
   return worst ? worst : skipped;
 }
 
+// The row measured a training run gpubase fed itself: the GPU and CPU rows when the in-process
+// sampler watched it, the data row when its figure is a train.* data wait (our loader's).
+bool own_loader_row(const Run& run, const MetricRowSpec& spec, const Result& figure) {
+  if (spec.id == "gpu_util" || spec.id == "cpu_util")
+    return figure.key.starts_with("watch.") && watched_in_process(run);
+  if (spec.id == "data_loading") return figure.key.starts_with("train.");
+  return false;
+}
+
 ChecklistRow metric_row(const Run& run, const MetricRowSpec& spec) {
   ChecklistRow row;
   row.id = std::string(spec.id);
@@ -177,7 +187,8 @@ ChecklistRow metric_row(const Run& run, const MetricRowSpec& spec) {
   if (row.status == Status::invalid)
     row.advice = r->advice;
   else if (row.status != Status::pass)
-    row.advice = std::string(spec.advice);
+    row.advice = own_loader_row(run, spec, *r) ? own_loader_advice(run, spec.id)
+                                               : std::string(spec.advice);
   if (row.status == Status::warn || row.status == Status::fail) name_cause(row, run, spec);
   return row;
 }

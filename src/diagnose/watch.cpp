@@ -101,6 +101,7 @@ std::vector<Finding> diagnose_watch(const Run& run) {
     add(launch_bound_rule(in, t));
   add(short_run_rule(in, t));
 
+  adapt_to_own_loader(run, out);
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (severity(a.status) != severity(b.status)) return severity(a.status) > severity(b.status);
     return rank_of(a.id) < rank_of(b.id);

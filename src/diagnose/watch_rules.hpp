@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/result.hpp"
 #include "diagnose/thresholds.hpp"
@@ -62,6 +64,14 @@ struct WatchInputs {
 // True when the run holds any watch.* result.
 bool is_watch_run(const Run& run);
 WatchInputs read_watch_inputs(const Run& run);
+
+// own_loader.cpp: a training run gpubase fed itself. watched_in_process: the in-process sampler
+// watched it (fact watch.target = in_process). own_loader_advice: a row's advice about gpubase's
+// own input pipeline (row "gpu_util", "cpu_util" or "data_loading"). adapt_to_own_loader: the
+// findings whose advice speaks of a separate job's DataLoader get gpubase's levers instead.
+bool watched_in_process(const Run& run);
+std::string own_loader_advice(const Run& run, std::string_view row_id);
+void adapt_to_own_loader(const Run& run, std::vector<Finding>& findings);
 
 // Evidence text: "38 %", "3.4 %", "0 %"; rates "1300", "40k"; whole counts "15".
 std::string pct_text(double v);

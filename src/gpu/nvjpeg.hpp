@@ -5,7 +5,7 @@
 //   auto lib = NvjpegLibrary::load(default_nvjpeg_library_names(), why);
 //   if (!lib) report "skipped: " + why;                 // "libnvjpeg not found (tried ...)"
 //   NvjpegDecoder decoder(lib, NvjpegBackendChoice::automatic);
-//   auto parser = decoder.header_parser();               // one per host thread
+//   auto parser = decoder.header_parser();               // nvJPEG's own verdict (GPU tests)
 //   JpegHeader h = parser.parse(bytes);                  // dimensions, or why it is rejected
 //   decoder.decode(images, stream, status);              // RGBI into the caller's device buffers
 //
@@ -18,8 +18,12 @@
 // decoded one by one on a second, DEFAULT-backend handle; so is every image of a batch whose
 // batched decode failed, so one corrupt JPEG costs its batch a slow path, not the batch itself.
 //
-// Threads: the library handle is thread safe (nvJPEG documents it); a HeaderParser owns its own
-// nvjpegJpegStream_t and belongs to one thread; decode() is called from one thread.
+// Threads: decode() is called from one thread. A HeaderParser owns its own nvjpegJpegStream_t
+// but parses through the decoder's handle, so its calls and decode() take the same lock: calls
+// from other threads on the handle while nvjpegDecodeBatched ran on it hung the process. The
+// loader's readers therefore do not use it: they read headers on the CPU
+// (pipeline/nvjpeg_header.hpp) and the lock is met only by the consumer's decode; the parser is
+// nvJPEG's own verdict, which the GPU tests compare the CPU rules with.
 //
 // The library path can be forced with $GPUBASE_NVJPEG_LIBRARY (tried first).
 #pragma once
@@ -163,11 +167,10 @@ class NvjpegDecoder {
   NvjpegBackend backend_ = NvjpegBackend::default_backend;
   std::string fallback_reason_;
   nvjpeg_api::nvjpegHandle_t handle_ = nullptr;
-  // Serialises every call on handle_: the loader's workers parse headers (and ask the hardware
-  // decoder whether it takes them) while the consumer runs the batched decode on the same handle.
-  // The pipeline hung for good (Ctrl-C included) right after its first batch with such
-  // concurrent calls; serialised, no call can meet another inside the library. A header parse
-  // is a few microseconds, so the lock costs the workers little.
+  // Serialises every call on handle_ (decode() and HeaderParser): with calls from several
+  // threads on one handle the pipeline hung for good (Ctrl-C included) right after its first
+  // batch. The loader's readers no longer call nvJPEG, so in a loader run only the consumer's
+  // decode takes it, uncontended.
   mutable std::mutex api_mutex_;
   nvjpeg_api::nvjpegJpegState_t batched_state_ = nullptr;
   int batched_size_ = -1;  // the size nvjpegDecodeBatchedInitialize was last called with

@@ -306,6 +306,8 @@ class Conv final : public Layer {
           static_cast<cudnnConvolutionFwdAlgo_t>(k.algo), ws, run_ws(k), &kZero, yd_.get(), yp));
     });
     GB_CHECK_CUDNN(cudnnSetConvolutionMathType(fwd_desc_.get(), fm));
+    // An inference-only network never runs backward: no search for it (most of the setup).
+    if (ctx.forward_only) return fwd_.workspace;
 
     if (x->needs_grad) {
       cudnnMathType_t bm = math;

@@ -69,6 +69,7 @@ struct Context {
   // the minimum they report.
   std::size_t step_workspace_bytes = 0;
   bool find_algorithms = true;    // cudnnFind*AlgorithmEx (measured) vs cudnnGet*_v7 (heuristic)
+  bool forward_only = false;      // inference only: layers set up their forward pass alone
   bool allow_bn_fusion = true;    // cudnnBatchNormalization*Ex with fused add + ReLU where it runs
   std::size_t extra_bytes = 0;    // device memory layers own (statistics, reserve space)
   std::map<std::string, AlgoChoice> algo_cache;

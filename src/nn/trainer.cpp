@@ -175,6 +175,7 @@ Trainer::Impl::Impl(const TrainerOptions& o)
   net.params().initialize(o.seed, stream.get());
 
   ctx.precision = o.precision;
+  ctx.forward_only = o.forward_only;
   ctx.cudnn = cudnn.get();
   ctx.lt = lt.get();
   ctx.stream = stream.get();
@@ -242,6 +243,8 @@ void Trainer::Impl::enqueue_step(const void* images, const std::int32_t* labels)
 
 void Trainer::Impl::train_step(const DeviceBatch& batch) {
   if (!batch.images || !batch.labels) throw Error(ErrorKind::usage, "train_step: empty batch");
+  if (options.forward_only)
+    throw Error(ErrorKind::usage, "train_step: this trainer was built forward_only (inference)");
   if (!options.cuda_graph || steps_enqueued == 0 || (!graph_exec && net.profiling())) {
     enqueue_step(batch.images, batch.labels);
     ++steps_enqueued;

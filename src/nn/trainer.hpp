@@ -44,6 +44,9 @@ struct TrainerOptions {
   float momentum = 0.9f;
   float weight_decay = 1e-4f;
   bool cuda_graph = false;         // capture the whole step once, then replay it
+  // Inference only (evaluate, infer_synthetic): convolution algorithms are searched for the
+  // forward pass alone, a fraction of the setup time; train_step is refused.
+  bool forward_only = false;
 };
 
 // A batch already on the device: images in the layout/dtype input_format() asks for, labels as

@@ -91,6 +91,9 @@ WatchOutcome BackgroundWatch::stop() {
   out.facts = std::move(st.gpu_facts);
   out.facts.push_back(Fact::numeric("host.usable_cores", "cores usable by the job", cores, "", 0));
   out.facts.push_back(Fact::numeric("watch.interval", "sampling interval", options_.interval_s, "s"));
+  // The diagnosis speaks of gpubase's own loader threads, not of a separate job's processes.
+  out.facts.push_back(
+      {"watch.target", "watched", "in_process: gpubase's own work and its loader threads"});
   out.results = st.summary.results(ctx);
   out.end_reason = "the measured work ended";
   state_.reset();

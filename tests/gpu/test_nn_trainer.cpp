@@ -242,6 +242,24 @@ TEST(NnTrainer, AnImpossibleBatchIsAnOutOfMemoryErrorWithABatchThatFits) {
   EXPECT_TRUE(std::isfinite(small.last_step().loss));
 }
 
+TEST(NnTrainer, AForwardOnlyTrainerEvaluatesLikeAFullOneAndRefusesToTrain) {
+  GB_NN_REQUIRE_GPU();
+  TrainerOptions o = small_options(Precision::fp32, 64);
+  Trainer full(o);
+  o.forward_only = true;
+  Trainer inference(o);  // same seed: the same initial weights
+  const OwnBatch b(full, 5);
+  const std::size_t want = full.evaluate(b.batch(), 64);
+  const std::size_t got = inference.evaluate(b.batch(), 64);
+  // Each trainer times its own forward algorithms: a different winner may round differently,
+  // flipping at most a near-tie.
+  EXPECT_NEAR(static_cast<double>(got), static_cast<double>(want), 1.0);
+  inference.make_synthetic_batch(1);
+  inference.infer_synthetic();
+  GB_CHECK_CUDA(cudaStreamSynchronize(inference.stream()));
+  EXPECT_THROW(inference.train_step(b.batch()), Error);
+}
+
 TEST(NnTrainer, RejectsBadOptions) {
   TrainerOptions o = small_options(Precision::fp32, 0);
   EXPECT_THROW(Trainer t(o), Error);

@@ -2,7 +2,10 @@
 // synthetic ImageNet-like JPEGs (data/synth.hpp: 4:2:0, quality ~90, ImageNet's sizes) like
 // libjpeg-turbo does, through the batched path (the hardware engines where the card has them)
 // and the single-image DEFAULT path; the header parser agrees with the encoder on sizes; bad data
-// is rejected per image without failing the rest of the batch. Skipped without a GPU or without
+// is rejected per image without failing the rest of the batch; the loader's CPU header verdict
+// (pipeline/nvjpeg_header.hpp) agrees with nvJPEG's own parse and nvjpegDecodeBatchedSupported
+// on every layout TurboJPEG writes, and an image it sends to the batched decode is decoded there.
+// Skipped without a GPU or without
 // libnvjpeg.
 //
 // Tolerance: nvJPEG's IDCT and chroma upsampling are not libjpeg's (libjpeg-turbo's "fancy"
@@ -22,6 +25,7 @@
 #include "data/synth.hpp"
 #include "gpu/cuda_raii.hpp"
 #include "gpu/nvjpeg.hpp"
+#include "pipeline/nvjpeg_header.hpp"
 
 namespace gb::gpu {
 namespace {
@@ -182,6 +186,70 @@ TEST_F(NvjpegDecode, ACorruptImageFailsAloneNotItsBatch) {
   // not check everything); what matters is that it never takes the good images down with it.
   if (!status.ok[1]) {
     EXPECT_FALSE(status.reason[1].empty());
+  }
+}
+
+// Every layout TurboJPEG writes: the CPU verdict (what the loader's readers use) against
+// nvJPEG's own header parse and nvjpegDecodeBatchedSupported (HeaderParser), then the batch
+// decoded with the CPU verdicts and compared with libjpeg.
+TEST_F(NvjpegDecode, CpuHeaderVerdictAgreesWithNvjpeg) {
+  NvjpegDecoder decoder(library_, NvjpegBackendChoice::automatic);
+  const bool hardware = decoder.backend() == NvjpegBackend::hardware;
+  auto parser = decoder.header_parser();
+  struct Case {
+    const char* name;
+    data::ChromaSubsampling s;
+    bool progressive;
+  };
+  const Case cases[] = {{"4:4:4", data::ChromaSubsampling::s444, false},
+                        {"4:2:2", data::ChromaSubsampling::s422, false},
+                        {"4:2:0", data::ChromaSubsampling::s420, false},
+                        {"4:4:0", data::ChromaSubsampling::s440, false},
+                        {"4:1:1", data::ChromaSubsampling::s411, false},
+                        {"gray", data::ChromaSubsampling::gray, false},
+                        {"4:2:0 progressive", data::ChromaSubsampling::s420, true},
+                        {"4:4:4 progressive", data::ChromaSubsampling::s444, true}};
+  std::vector<std::vector<std::uint8_t>> jpegs;
+  for (const Case& c : cases) {
+    const int w = 123, h = 77;
+    std::vector<std::uint8_t> rgb(static_cast<std::size_t>(w) * h * 3);
+    for (std::size_t i = 0; i < rgb.size(); ++i)
+      rgb[i] = static_cast<std::uint8_t>((i % (w * 3)) * 2 + (i / (w * 3)));
+    std::vector<std::uint8_t> out;
+    data::JpegEncoder().encode_rgb(rgb, w, h, 90, c.s, out, c.progressive);
+    const JpegHeader nv = parser.parse(out);
+    const pipeline::NvjpegHeaderVerdict cpu = pipeline::nvjpeg_header_verdict(out, hardware);
+    std::printf("%-18s nvJPEG ok=%d batched=%d | CPU ok=%d batched=%d\n", c.name, nv.ok,
+                nv.batched_supported, cpu.ok, cpu.batched_supported);
+    EXPECT_EQ(cpu.ok, nv.ok) << c.name << ": " << nv.reason << " / " << cpu.reason;
+    EXPECT_EQ(cpu.width, nv.width) << c.name;
+    EXPECT_EQ(cpu.height, nv.height) << c.name;
+    EXPECT_EQ(cpu.components, nv.components) << c.name;
+    EXPECT_EQ(cpu.batched_supported, nv.batched_supported) << c.name;
+    jpegs.push_back(std::move(out));
+  }
+  // Decoded with the CPU verdicts, as the loader does.
+  std::vector<NvjpegDecoder::Image> images;
+  std::vector<DeviceBuffer> outputs;
+  for (const auto& j : jpegs) {
+    const pipeline::NvjpegHeaderVerdict v = pipeline::nvjpeg_header_verdict(j, hardware);
+    ASSERT_TRUE(v.ok) << v.reason;
+    outputs.emplace_back(static_cast<std::size_t>(v.width) * v.height * 3);
+    images.push_back({j.data(), j.size(), v.width, v.height, v.batched_supported,
+                      outputs.back().as<std::uint8_t>(), static_cast<std::size_t>(v.width) * 3});
+  }
+  const Stream stream = Stream::create();
+  NvjpegDecoder::DecodeStatus status;
+  decoder.decode(images, stream.get(), status);
+  GB_CHECK_CUDA(cudaStreamSynchronize(stream.get()));
+  EXPECT_FALSE(status.batch_failed) << "a verdict sent an image the batched decoder refused";
+  for (std::size_t i = 0; i < jpegs.size(); ++i) {
+    ASSERT_TRUE(status.ok[i]) << cases[i].name << ": " << status.reason[i];
+    int w = 0, h = 0;
+    const auto want = libjpeg_decode(jpegs[i], w, h);
+    std::vector<std::uint8_t> got(want.size());
+    GB_CHECK_CUDA(cudaMemcpy(got.data(), images[i].dst, got.size(), cudaMemcpyDeviceToHost));
+    EXPECT_GE(psnr_db(got, want), kMinPsnrDb) << cases[i].name;
   }
 }
 

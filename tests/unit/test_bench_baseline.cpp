@@ -245,9 +245,13 @@ TEST(BaselineReport, ChecklistFirstWithEveryRowMeasured) {
               for (const gb::Fact& f : watched.environment)
                 if (f.key.rfind("host.", 0) == 0) sink.add_fact(f);
               for (const gb::Result& r : watched.results) sink.add(r);
+              // The in-process sampler's mark: the rows speak of gpubase's own loader.
+              sink.add_fact({"watch.target", "watched",
+                             "in_process: gpubase's own work and its loader threads"});
               sink.add(gb::Result::measured("train.resnet50.bf16.b256.data_wait_pct",
                                             "ResNet-50 BF16 b256: GPU waiting for data", "%",
-                                            {41.5}, false));
+                                            {41.5}, false)
+                           .param("decode", "cpu"));
               return StageEnd{};
             }),
       stage("amp", [](ResultSink& sink) {

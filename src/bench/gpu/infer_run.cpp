@@ -30,6 +30,7 @@ InferMeasurement measure_infer(const std::string& precision, const InferBenchOpt
     to.batch = o.batch;
     to.input = nn::default_input(*model);
     to.cuda_graph = true;
+    to.forward_only = true;  // no backward algorithm search: most of a trainer's setup
     nn::Trainer trainer(to);
     trainer.make_synthetic_batch(1);
     for (int i = 0; i < o.warmup; ++i) {

@@ -10,6 +10,7 @@
 // run_train_bench() reports every configuration skipped with the reason.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -28,6 +29,7 @@
 #include "sys/telemetry.hpp"
 
 #ifdef GPUBASE_WITH_NN
+#include "nn/kernels.hpp"
 #include "nn/trainer.hpp"
 #endif
 
@@ -78,6 +80,20 @@ class LoaderFeed {
     if (before) before->record(trainer.stream());
     trainer.train_step(nn::DeviceBatch{images_.data(), labels_.as<std::int32_t>()});
     return true;
+  }
+
+  // Random images and labels in the feed's own buffers, and one step on them without taking a
+  // batch from the pipeline: the model alone, on the pointers its graph will keep.
+  void fill_random(const nn::Trainer& trainer, const nn::InputShape& in, std::size_t batch,
+                   std::uint64_t seed) {
+    const std::size_t elements =
+        batch * static_cast<std::size_t>(in.channels) * in.height * in.width;
+    nn::fill_normal(images_.data(), elements, trainer.input_format().dtype, seed,
+                    trainer.stream());
+    nn::fill_labels(labels_.as<std::int32_t>(), batch, in.classes, seed, trainer.stream());
+  }
+  void step_without_data(nn::Trainer& trainer) {
+    trainer.train_step(nn::DeviceBatch{images_.data(), labels_.as<std::int32_t>()});
   }
 
   const data::Dataset& dataset() const { return *dataset_; }
@@ -134,26 +150,35 @@ pipeline::PipelineOptions train_pipeline_options(const TrainBenchOptions& o, con
 // Batches per path when the split's share is balanced from the two paths' rates.
 constexpr std::size_t kShareCalibrationBatches = 6;
 
-// The loader feed of a --data run, or nullptr with m.skipped_reason when its pipeline cannot
-// run here. For --decode both without --gpu-share, the share balances the two paths' rates,
-// each measured alone first.
-std::unique_ptr<LoaderFeed> open_feed(const TrainBenchOptions& o, const TrainConfig& c,
+// The loader feed of a --data run: the dataset checked and the input buffers made; the pipeline
+// starts in start_feed.
+std::unique_ptr<LoaderFeed> make_feed(const TrainBenchOptions& o, const TrainConfig& c,
                                       const nn::Trainer& trainer, const nn::InputShape& in,
-                                      ResultSink& sink, TrainMeasurement& m) {
+                                      TrainMeasurement& m) {
   auto dataset = data::open_dataset({.path = o.data});
   check_train_dataset(*dataset, c, in);
-  pipeline::PipelineOptions po = train_pipeline_options(o, c, trainer, in);
-  auto feed = std::make_unique<LoaderFeed>(std::move(dataset), po);
-  m.data_decode = std::string(pipeline::to_string(po.decode));
+  auto feed =
+      std::make_unique<LoaderFeed>(std::move(dataset), train_pipeline_options(o, c, trainer, in));
   m.data_source = feed->source();
+  return feed;
+}
+
+// Starts the pipeline of `feed` (false with m.skipped_reason when it cannot run here). For
+// --decode both without --gpu-share, the share balances the two paths' rates, each measured
+// alone first.
+bool start_feed(LoaderFeed& feed, const TrainBenchOptions& o, const TrainConfig& c,
+                const nn::Trainer& trainer, const nn::InputShape& in, ResultSink& sink,
+                TrainMeasurement& m) {
+  pipeline::PipelineOptions po = train_pipeline_options(o, c, trainer, in);
+  m.data_decode = std::string(pipeline::to_string(po.decode));
   std::string why_not;
   if (po.decode == pipeline::DecodeMode::both && !po.gpu_share) {
     sink.progress("  --decode both: measuring the CPU and nvJPEG paths alone for the share");
     const auto share =
-        pipeline::balanced_share(feed->dataset(), po, kShareCalibrationBatches, why_not);
+        pipeline::balanced_share(feed.dataset(), po, kShareCalibrationBatches, why_not);
     if (!share) {
       m.skipped_reason = why_not;
-      return nullptr;
+      return false;
     }
     po.gpu_share = share->gpu_share;
     m.data_gpu_share_source =
@@ -164,13 +189,13 @@ std::unique_ptr<LoaderFeed> open_feed(const TrainBenchOptions& o, const TrainCon
     m.data_gpu_share_source = "asked";
   }
   m.data_gpu_share = po.gpu_share;
-  if (!feed->open(po, why_not)) {
+  if (!feed.open(po, why_not)) {
     m.skipped_reason = why_not;
-    return nullptr;
+    return false;
   }
-  m.data_source = feed->source();
-  m.data_nvjpeg_backend = feed->pipeline()->decoder().backend;
-  return feed;
+  m.data_source = feed.source();
+  m.data_nvjpeg_backend = feed.pipeline()->decoder().backend;
+  return true;
 }
 
 // One step on the synthetic batch or the pipeline's next; `before` (fed runs) is recorded right
@@ -247,6 +272,46 @@ nn::TrainerOptions trainer_options(const TrainConfig& c, const TrainBenchOptions
   return to;
 }
 
+// TrainBenchOptions::pick_feed: the model alone on the feed's buffers (its graph captured in
+// the first steps, kept for the fed steps: same pointers), then the choice, written into `fed`.
+// False after Ctrl-C.
+bool pick_feed_from_model(LoaderFeed& feed, nn::Trainer& trainer, const nn::InputShape& in,
+                          TrainBenchOptions& fed, ResultSink& sink, TrainMeasurement& m) {
+  sink.progress("  timing the model alone first (" + std::to_string(kTrainModelAloneSteps) +
+                " steps on random input) to pick what feeds it");
+  feed.fill_random(trainer, in, static_cast<std::size_t>(m.config.batch), fed.seed + 1);
+  for (int i = 0; i < kTrainMinGraphWarmup; ++i) {
+    if (cancel_requested()) return false;
+    feed.step_without_data(trainer);
+  }
+  std::vector<gpu::Event> events;
+  events.push_back(gpu::Event::create());
+  events.back().record(trainer.stream());
+  for (int i = 0; i < kTrainModelAloneSteps; ++i) {
+    feed.step_without_data(trainer);
+    events.push_back(gpu::Event::create());
+    events.back().record(trainer.stream());
+  }
+  events.back().synchronize();
+  if (cancel_requested()) return false;
+  std::vector<double> ms;
+  for (std::size_t k = 0; k + 1 < events.size(); ++k)
+    ms.push_back(gpu::Event::elapsed_ms(events[k], events[k + 1]));
+  std::sort(ms.begin(), ms.end());
+  const double median_ms = ms[ms.size() / 2];
+  if (!(median_ms > 0)) return true;  // nothing to decide from: the options stay
+  const double rate = m.config.batch * 1e3 / median_ms;
+  m.model_alone_images_per_s = rate;
+  const TrainFeedChoice choice = fed.pick_feed(rate);
+  fed.data_decode = choice.decode;
+  fed.data_workers = choice.workers;
+  fed.data_gpu_share = choice.gpu_share;
+  m.data_feed = choice.why;
+  sink.progress("  the model alone: " + std::to_string(std::lround(rate)) + " images/s; fed by " +
+                choice.why);
+  return true;
+}
+
 void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceContext& ctx,
                 ResultSink& sink, TrainMeasurement& m) {
   const nn::TrainerOptions to = trainer_options(c, o);
@@ -256,11 +321,16 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
   m.parameter_count = trainer.parameter_count();
   m.input_layout = layout_text(trainer.input_format());
   std::unique_ptr<LoaderFeed> feed;
+  TrainBenchOptions fed = o;  // pick_feed may change the decode mode and workers
   if (o.data.empty()) {
     trainer.make_synthetic_batch(o.seed + 1);
   } else {
-    feed = open_feed(o, c, trainer, to.input, sink, m);
-    if (!feed) return;  // skipped, with the reason
+    feed = make_feed(o, c, trainer, to.input, m);
+    if (o.pick_feed && !pick_feed_from_model(*feed, trainer, to.input, fed, sink, m)) {
+      m.interrupted = true;  // Ctrl-C while the model ran alone
+      return;
+    }
+    if (!start_feed(*feed, fed, c, trainer, to.input, sink, m)) return;  // skipped, with why
   }
   sink.progress("  built: " + std::to_string(m.parameter_count) + " parameters, input " +
                 m.input_layout + (feed ? " from " + m.data_source : std::string()) +

@@ -239,7 +239,7 @@ class NvjpegPipeline final : public PipelineBase {
     return lo;
   }
   data::ProcessFn process(const PipelineOptions& o, unsigned workers) const {
-    data::ProcessFn reader = nvjpeg_reader_process(decoder_, workers, o.max_jpeg_bytes);
+    data::ProcessFn reader = nvjpeg_reader_process(decoder_, o.max_jpeg_bytes);
     if (o.decode != DecodeMode::both) return reader;
     return split_process(std::move(reader), jpeg_train_process(workers, o.image_size), o.image_size,
                          o.gpu_share.value_or(1));

@@ -16,6 +16,7 @@
 #include "data/augment.hpp"
 #include "data/decode.hpp"
 #include "gpu/check.hpp"
+#include "pipeline/nvjpeg_header.hpp"
 #include "pipeline/process.hpp"
 
 namespace gb::pipeline {
@@ -42,17 +43,14 @@ void wait_event(const gpu::Event& e) {
 
 }  // namespace
 
-data::ProcessFn nvjpeg_reader_process(const gpu::NvjpegDecoder& decoder, unsigned workers,
+data::ProcessFn nvjpeg_reader_process(const gpu::NvjpegDecoder& decoder,
                                       std::size_t max_jpeg_bytes) {
-  auto parsers =
-      std::make_shared<std::vector<std::optional<gpu::NvjpegDecoder::HeaderParser>>>(workers);
   const data::AugmentOptions augment;  // decode_augment's defaults: the CPU path's draws
-  return [parsers, augment, &decoder, max_jpeg_bytes](
-             const data::SampleView& sample, data::Philox& rng, std::span<std::uint8_t> dst) {
-    auto& parser = (*parsers)[sample.worker];
-    if (!parser) parser.emplace(decoder.header_parser());
+  const bool hardware = decoder.backend() == gpu::NvjpegBackend::hardware;
+  return [augment, hardware, max_jpeg_bytes](const data::SampleView& sample, data::Philox& rng,
+                                             std::span<std::uint8_t> dst) {
     const auto t0 = Clock::now();
-    const gpu::JpegHeader h = parser->parse(sample.bytes);
+    const NvjpegHeaderVerdict h = nvjpeg_header_verdict(sample.bytes, hardware);
     if (!h.ok) return data::SampleResult::bad(h.reason);
     if (sample.bytes.size() > max_jpeg_bytes) {
       return data::SampleResult::bad(std::to_string(sample.bytes.size()) +

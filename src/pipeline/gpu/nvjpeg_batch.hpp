@@ -1,7 +1,7 @@
 // pipeline/gpu/nvjpeg_batch.hpp: the nvJPEG decode path's two halves (DecodeMode gpu and both).
 //
 //   reader threads (data::Loader workers)    consumer thread                        GPU
-//   read file, nvJPEG header parse,          nvjpegDecodeBatched (host stage),      own stream:
+//   read file, header parse (CPU),           nvjpegDecodeBatched (host stage),      own stream:
 //   crop + flip draw (data/augment.hpp,      the split's CPU pixels H2D into the    NVJPG engines /
 //   same Philox stream as the CPU path),     same arena, items H2D              ->  CUDA decode
 //   copy the JPEG into a pinned slot         resize_crop_normalize kernel       ->  consumer's
@@ -37,10 +37,11 @@
 
 namespace gb::pipeline {
 
-// The reader threads' per-sample work: header (one parser per worker, made in the worker's own
-// thread), the CPU path's crop and flip draws in its order, the JPEG copied into the slot behind
-// its record. Stages "header" and "copy". `decoder` must outlive the function.
-data::ProcessFn nvjpeg_reader_process(const gpu::NvjpegDecoder& decoder, unsigned workers,
+// The reader threads' per-sample work: the header read on the CPU (pipeline/nvjpeg_header.hpp:
+// the readers never call nvJPEG, so they never contend with the consumer's decode), the CPU
+// path's crop and flip draws in its order, the JPEG copied into the slot behind its record.
+// Stages "header" and "copy". Only the decoder's backend is read, when the function is made.
+data::ProcessFn nvjpeg_reader_process(const gpu::NvjpegDecoder& decoder,
                                       std::size_t max_jpeg_bytes);
 
 // Bytes per sample of a GPU-path slot: the record and the largest JPEG (and, for both, at least

@@ -1,0 +1,95 @@
+// diagnose/own_loader.cpp: advice for a training run gpubase fed itself (`gpubase baseline`'s
+// training stage, `gpubase train --data`). The watch rules' advice speaks of a separate job's
+// DataLoader (num_workers, pin_memory, prefetch_factor); here the loader is gpubase's own input
+// pipeline, its workers are threads of this process, and the levers are its options: the decode
+// path (`--decode cpu|gpu|both`, the CPU/GPU split's `--gpu-share`) and `--workers`.
+//
+// Which run is which: the in-process sampler (watch/background) reports the fact `watch.target`
+// starting with `in_process`; a data-wait figure under `train.` always measured gpubase's own
+// loader.
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include "diagnose/watch_rules.hpp"
+
+namespace gb::diagnose {
+
+namespace {
+
+// The decode mode the run's loader-fed training used ("cpu", "gpu", "both"), empty if none.
+std::string own_decode(const Run& run) {
+  for (const Result& r : run.results) {
+    if (!r.key.starts_with("train.")) continue;
+    if (const auto d = r.text_param("decode")) return *d;
+  }
+  return {};
+}
+
+constexpr std::string_view kMeasure =
+    "; `gpubase loader --decode both --data DIR` measures each path's rate alone, to hold "
+    "against the model's";
+
+// The GPU waited for gpubase's loader: the lever depends on what fed it.
+std::string starved_advice(const std::string& decode) {
+  if (decode == "both")
+    return "gpubase's loader (the CPU/GPU split: nvJPEG and CPU decode threads) did not keep "
+           "up with the model: send nvJPEG a larger share (`gpubase train --data DIR --decode "
+           "both --gpu-share 0.8`), try nvJPEG alone (`--decode gpu`), or make each image "
+           "cheaper (pre-resized JPEGs, a packed .gbpack: `gpubase dataset`)" +
+           std::string(kMeasure);
+  if (decode == "gpu")
+    return "gpubase's loader (nvJPEG, its reader threads) did not keep up with the model: add "
+           "CPU decode threads beside it (`gpubase train --data DIR --decode both`), or make "
+           "each image cheaper (pre-resized JPEGs, a packed .gbpack: `gpubase dataset`)" +
+           std::string(kMeasure);
+  return "gpubase's loader (CPU decode threads in this process) did not keep up with the model: "
+         "feed it with the CPU/GPU split (`gpubase train --data DIR --decode both`: nvJPEG "
+         "decodes part of every batch) or nvJPEG alone (`--decode gpu`); more `--workers` help "
+         "only below the knee of `gpubase loader`'s sweep" +
+         std::string(kMeasure);
+}
+
+std::string busy_core_advice(const std::string& decode) {
+  std::string s =
+      "the busiest core runs gpubase's own threads (loader workers, the consumer that hands "
+      "batches to the GPU, the sampler): ";
+  if (decode == "gpu")
+    return s + "nvJPEG's reader threads are cheap, so look for another process on the host";
+  s += "leave one core to the consumer thread (`--workers` one below the usable cores), ";
+  s += decode == "both" ? "and give nvJPEG a larger share (`--gpu-share`)"
+                        : "or move decode to the GPU (`--decode both` or `--decode gpu`)";
+  return s;
+}
+
+}  // namespace
+
+bool watched_in_process(const Run& run) {
+  const Fact* f = run.find_fact("watch.target");
+  return f && f->value.starts_with("in_process");
+}
+
+std::string own_loader_advice(const Run& run, std::string_view row_id) {
+  const std::string decode = own_decode(run);
+  if (row_id == "cpu_util") return busy_core_advice(decode);
+  return starved_advice(decode);  // gpu_util, data_loading
+}
+
+void adapt_to_own_loader(const Run& run, std::vector<Finding>& findings) {
+  if (!watched_in_process(run)) return;
+  const std::string decode = own_decode(run);
+  // Findings whose advice is about a separate job's DataLoader processes or training loop.
+  constexpr std::string_view kStarved[] = {"input_bound_cpu", "main_process_bound",
+                                           "one_process_bound", "launch_bound"};
+  constexpr std::string_view kCores[] = {"too_many_workers", "too_many_threads"};
+  for (Finding& f : findings) {
+    if (std::find(std::begin(kStarved), std::end(kStarved), f.id) != std::end(kStarved)) {
+      if (f.id == "main_process_bound") f.title = "gpubase's own threads are CPU-bound";
+      f.advice = starved_advice(decode);
+    } else if (std::find(std::begin(kCores), std::end(kCores), f.id) != std::end(kCores)) {
+      f.advice = busy_core_advice(decode);
+    }
+  }
+}
+
+}  // namespace gb::diagnose

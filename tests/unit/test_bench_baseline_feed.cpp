@@ -1,0 +1,93 @@
+// tests/unit/test_bench_baseline_feed.cpp: what feeds the baseline's training run
+// (bench/baseline.hpp choose_training_feed): the CPU path at the loader sweep's knee when it
+// outruns the model alone by 1.3x, else the CPU/GPU split where it ran; the figures as the H200
+// measured them (bench/NOTES.md b1: knee 16 workers at ~8,000 images/s, ResNet-50 BF16 ~7,000).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "bench/baseline.hpp"
+
+namespace {
+
+using gb::bench::choose_training_feed;
+using gb::bench::FeedInputs;
+using gb::pipeline::DecodeMode;
+
+FeedInputs h200_sweep() {
+  FeedInputs in;
+  in.knee_workers = 16;
+  in.knee_images_per_s = 8012;
+  in.split_images_per_s = 13500;
+  return in;
+}
+
+bool says(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(BaselineFeed, AKneeBarelyFasterThanTheModelGivesTheSplit) {
+  const auto f = choose_training_feed(h200_sweep(), 7020.0);
+  EXPECT_EQ(f.decode, DecodeMode::both);
+  EXPECT_EQ(f.workers, 0u);  // the pipeline's default for the split
+  EXPECT_TRUE(says(f.why, "CPU/GPU split")) << f.why;
+  EXPECT_TRUE(says(f.why, "1.14x the model's 7,020 images/s alone")) << f.why;
+  EXPECT_TRUE(says(f.why, "below 1.3x")) << f.why;
+}
+
+TEST(BaselineFeed, AKneeWithHeadroomFeedsWithTheKneesWorkers) {
+  const auto f = choose_training_feed(h200_sweep(), 2280.0);  // ResNet-50 TF32
+  EXPECT_EQ(f.decode, DecodeMode::cpu);
+  EXPECT_EQ(f.workers, 16u);
+  EXPECT_TRUE(says(f.why, "16 CPU workers, the knee")) << f.why;
+  EXPECT_TRUE(says(f.why, "at least 1.3x")) << f.why;
+}
+
+TEST(BaselineFeed, ExactlyTheHeadroomIsEnough) {
+  FeedInputs in = h200_sweep();
+  in.knee_images_per_s = 1300;
+  EXPECT_EQ(choose_training_feed(in, 1000.0).decode, DecodeMode::cpu);
+  in.knee_images_per_s = 1299;
+  EXPECT_EQ(choose_training_feed(in, 1000.0).decode, DecodeMode::both);
+}
+
+TEST(BaselineFeed, WithoutTheSplitTheKneeFeedsAndTheRunSaysWhy) {
+  FeedInputs in = h200_sweep();
+  in.split_images_per_s.reset();
+  in.split_missing = "libnvjpeg not found";
+  const auto f = choose_training_feed(in, 7020.0);
+  EXPECT_EQ(f.decode, DecodeMode::cpu);
+  EXPECT_EQ(f.workers, 16u);
+  EXPECT_TRUE(says(f.why, "no split to take over (libnvjpeg not found)")) << f.why;
+}
+
+TEST(BaselineFeed, UnknownModelRateTakesTheFasterOfTheTwo) {
+  EXPECT_EQ(choose_training_feed(h200_sweep(), std::nullopt).decode, DecodeMode::both);
+  FeedInputs slow_split = h200_sweep();
+  slow_split.split_images_per_s = 5000;
+  const auto f = choose_training_feed(slow_split, std::nullopt);
+  EXPECT_EQ(f.decode, DecodeMode::cpu);
+  EXPECT_EQ(f.workers, 16u);
+}
+
+TEST(BaselineFeed, StarveAlwaysGivesOneCpuWorker) {
+  FeedInputs in = h200_sweep();
+  in.starve = true;
+  const auto f = choose_training_feed(in, 7020.0);
+  EXPECT_EQ(f.decode, DecodeMode::cpu);
+  EXPECT_EQ(f.workers, 1u);
+  EXPECT_TRUE(says(f.why, "--starve")) << f.why;
+}
+
+TEST(BaselineFeed, NoKneeFallsBackToTheSplitOrTheDefault) {
+  FeedInputs in;
+  in.split_images_per_s = 9000;
+  EXPECT_EQ(choose_training_feed(in, 7020.0).decode, DecodeMode::both);
+  in.split_images_per_s.reset();
+  const auto f = choose_training_feed(in, 7020.0);
+  EXPECT_EQ(f.decode, DecodeMode::cpu);
+  EXPECT_EQ(f.workers, 0u);
+  EXPECT_TRUE(says(f.why, "default workers")) << f.why;
+}
+
+}  // namespace
