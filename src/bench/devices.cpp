@@ -39,6 +39,19 @@ std::vector<int> select_devices(const std::string& spec, std::string& no_gpu_rea
   return wanted;
 }
 
+namespace {
+
+// The sections to run on every GPU at once: those asked for, without the ones that span GPUs.
+std::vector<std::string> single_gpu_sections(const ProbeOptions& options) {
+  std::vector<std::string> out;
+  for (const auto& [name, description] : probe_sections())
+    if (options.wants(name) && !spans_gpus(name)) out.push_back(name);
+  if (out.empty()) out.push_back("env");  // an empty list would mean every section
+  return out;
+}
+
+}  // namespace
+
 std::vector<ProbeOutcome> run_probe_concurrently(const ProbeOptions& options,
                                                  const std::vector<int>& devices,
                                                  const std::vector<ResultSink*>& sinks) {
@@ -50,6 +63,7 @@ std::vector<ProbeOutcome> run_probe_concurrently(const ProbeOptions& options,
       try {
         ProbeOptions o = options;
         o.device = devices[i];
+        o.sections = single_gpu_sections(options);
         outcomes[i] = run_probe(o, *sinks[i]);
       } catch (...) {
         errors[i] = std::current_exception();

@@ -11,6 +11,10 @@
 
 namespace gb::bench {
 
+bool spans_gpus(const std::string& section) {
+  return section == "p2p" || section == "nccl";
+}
+
 bool ProbeOptions::wants(const std::string& section) const {
   return sections.empty() || std::find(sections.begin(), sections.end(), section) != sections.end();
 }
@@ -23,6 +27,10 @@ const std::vector<std::pair<std::string, std::string>>& probe_sections() {
       {"pcie", "H2D/D2H/bidirectional, pinned vs pageable, size sweep, link under load"},
       {"latency", "kernel launch (host, end-to-end), per kernel in a CUDA graph, event"},
       {"host", "CPU memory bandwidth and its effect on pinned H2D copies"},
+      {"p2p", "GPU-to-GPU copies to each selected GPU (--devices): bandwidth one way and both "
+              "ways, time per small copy, the link (NVLink/PCIe) from NVML"},
+      {"nccl", "NCCL all-reduce, all-gather, reduce-scatter over the selected GPUs: algbw, "
+               "busbw, size sweep, checked results"},
   };
   return sections;
 }
@@ -51,6 +59,8 @@ std::span<const SectionRule> probe_section_rules() {
       {"probe.pcie", "probe.pcie", "PCIe host <-> device", Layout::benchmark},
       {"probe.latency", "probe.latency", "Launch latency", Layout::benchmark},
       {"probe.host", "probe.host", "Host memory", Layout::benchmark},
+      {"probe.p2p", "probe.p2p", "GPU to GPU copies", Layout::benchmark},
+      {"probe.nccl", "probe.nccl", "NCCL collectives over the selected GPUs", Layout::benchmark},
   };
   return kRules;
 }
@@ -61,7 +71,8 @@ ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink) {
     const auto& all = probe_sections();
     if (std::none_of(all.begin(), all.end(), [&](const auto& p) { return p.first == s; }))
       throw Error(ErrorKind::usage, "unknown probe section '" + s +
-                                        "' (sections: env, gemm, memory, pcie, latency, host)");
+                                        "' (sections: env, gemm, memory, pcie, latency, host, p2p, "
+                                        "nccl)");
   }
   ProbeOutcome outcome;
   if (options.wants("env")) add_host_facts(sink);
@@ -79,7 +90,8 @@ ProbeOutcome run_probe(const ProbeOptions& options, ResultSink& sink) {
   using Section = void (*)(const ProbeContext&, ResultSink&);
   const std::pair<const char*, Section> sections[] = {
       {"gemm", probe_gemm},       {"memory", probe_memory}, {"pcie", probe_pcie},
-      {"latency", probe_latency}, {"host", probe_host},
+      {"latency", probe_latency}, {"host", probe_host},     {"p2p", probe_p2p},
+      {"nccl", probe_nccl},
   };
   for (const auto& [name, run_section] : sections) {
     if (!options.wants(name)) continue;

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/links.hpp"
 #include "bench/suite.hpp"
 
 namespace gb::bench {
@@ -16,7 +17,10 @@ namespace gb::bench {
 struct ProbeOptions {
   int device = 0;
   bool quick = false;                 // fewer sizes and repetitions (target <= 15 s)
-  std::vector<std::string> sections;  // empty = all: env, gemm, memory, pcie, latency, host
+  std::vector<std::string> sections;  // empty = all: env, gemm, memory, pcie, latency, host,
+                                      // p2p, nccl
+  // The node's selected GPUs (--devices) the p2p and nccl sections span; empty: `device` alone.
+  std::vector<int> devices;
   bool wants(const std::string& section) const;
 };
 
@@ -50,6 +54,14 @@ void probe_memory(const ProbeContext& ctx, ResultSink& sink);
 void probe_pcie(const ProbeContext& ctx, ResultSink& sink);
 void probe_latency(const ProbeContext& ctx, ResultSink& sink);
 void probe_host(const ProbeContext& ctx, ResultSink& sink);
+void probe_p2p(const ProbeContext& ctx, ResultSink& sink);
+void probe_nccl(const ProbeContext& ctx, ResultSink& sink);
+// What connects the context's GPU to GPU `peer` (NVML), for the p2p and nccl sections.
+PeerLink peer_link(const ProbeContext& ctx, int peer);
 #endif
+
+// The sections that span several GPUs (p2p, nccl): left out when every GPU runs the probe at
+// once (--concurrent), where they would measure each other.
+bool spans_gpus(const std::string& section);
 
 }  // namespace gb::bench

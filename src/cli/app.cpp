@@ -69,7 +69,8 @@ int dispatch(int argc, char** argv) {
 
   ProbeCli probe_opts;
   std::string only;
-  auto* probe = app.add_subcommand("probe", "device facts, GEMM, HBM, PCIe, latency, host memory");
+  auto* probe = app.add_subcommand(
+      "probe", "device facts, GEMM, HBM, PCIe, latency, host memory, GPU-to-GPU copies, NCCL");
   probe->add_flag("--quick", probe_opts.probe.quick, "fewer sizes and repetitions (about 15 s)");
   add_device_option(*probe, probe_opts.probe.device);
   probe->add_option("--devices", probe_opts.devices,
@@ -79,7 +80,8 @@ int dispatch(int argc, char** argv) {
   probe->add_flag("--concurrent", probe_opts.concurrent,
                   "with --devices: after each GPU alone, run them all at once and compare "
                   "(probe.concurrent.*: which GPUs slow down together)");
-  probe->add_option("--only", only, "comma-separated sections: env,gemm,memory,pcie,latency,host");
+  probe->add_option("--only", only,
+                    "comma-separated sections: env,gemm,memory,pcie,latency,host,p2p,nccl");
   probe->add_flag("--save", probe_opts.save, "also save the run under the data folder");
   add_output_options(*probe, probe_opts.out);
   probe->footer(probe_help());

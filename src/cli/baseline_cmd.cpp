@@ -36,7 +36,9 @@
 #include "bench/probe.hpp"
 #include "bench/train.hpp"
 #include "cli/help.hpp"
+#include "bench/devices.hpp"
 #include "cli/output.hpp"
+#include "cli/probe_devices.hpp"
 #include "cli/prometheus_export.hpp"
 #include "cli/run_args.hpp"
 #include "cli/signals.hpp"
@@ -68,6 +70,8 @@ struct BaselineCli {
   std::string precision = "bf16";
   bool starve = false;
   std::vector<std::string> command;  // after --: the user's job, watched instead of ours
+  std::string devices;               // --devices all|0,2,5: one baseline per GPU
+  std::vector<int> node_devices;     // the selected GPUs the card stage's p2p and nccl span
   OutputOptions out;
   PrometheusOptions prometheus;
 };
@@ -271,6 +275,7 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
                       bench::ProbeOptions p;
                       p.quick = cli.quick;
                       p.device = cli.device;
+                      p.devices = cli.node_devices;
                       const bench::ProbeOutcome o = bench::run_probe(p, sink);
                       bench::StageEnd end;
                       end.gpu_found = o.gpu_found;
@@ -552,6 +557,10 @@ std::shared_ptr<BaselineCli> add_baseline_command(CLI::App& app, CLI::App*& cmd)
                   "your own job, after --: the quick card check, then the job under watch "
                   "(gpubase baseline -- python train.py)");
   add_device_option(*cmd, cli->device);
+  cmd->add_option("--devices", cli->devices,
+                  "all, or device indices separated by commas: one baseline per GPU, in turn "
+                  "(with several, -o needs %g); the card stage's p2p and nccl span them")
+      ->excludes("--device");
   cmd->add_flag("--no-save", cli->no_save, "do not save the run");
   add_prometheus_options(*cmd, cli->prometheus);
   add_output_options(*cmd, cli->out);
@@ -599,7 +608,40 @@ int run_job_baseline(const BaselineCli& cli) {
 
 }  // namespace
 
+namespace {
+
+// `baseline --devices`: the whole baseline on each selected GPU in turn, one run per GPU (keyed
+// by its index and UUID in the gpu.* facts, -o's %g its index); the exit code is the worst
+// (130 as soon as one is interrupted: the rest do not start).
+int run_baseline_devices(const BaselineCli& cli) {
+  if (!cli.command.empty())
+    throw Error(ErrorKind::usage, "--devices with -- CMD: your job runs on the GPUs it picks; "
+                                  "give -d for the GPU to watch");
+  std::string no_gpu_reason;
+  const std::vector<int> devices = bench::select_devices(cli.devices, no_gpu_reason);
+  check_several_outputs(cli.out, devices.size());
+  BaselineCli one = cli;
+  one.devices.clear();
+  if (devices.empty()) return run_baseline_command(one);  // no GPU: one run that says why
+  one.node_devices = devices;
+  int rc = 0;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const int d = devices[i];
+    progress_line(cli.out, "baseline: GPU " + std::to_string(d) + " (" + std::to_string(i + 1) +
+                               " of " + std::to_string(devices.size()) + ")");
+    one.device = d;
+    one.out.gpu = d;
+    const int code = run_baseline_command(one);
+    if (code == static_cast<int>(ExitCode::interrupted)) return code;
+    rc = std::max(rc, code);
+  }
+  return rc;
+}
+
+}  // namespace
+
 int run_baseline_command(const BaselineCli& cli) {
+  if (!cli.devices.empty()) return run_baseline_devices(cli);
   if (!cli.command.empty()) return run_job_baseline(cli);
   const StageBudget& b = cli.quick ? kQuick : kFull;
   // Usage errors before anything runs.

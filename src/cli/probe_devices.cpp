@@ -12,19 +12,24 @@
 
 namespace gb::cli {
 
+void check_several_outputs(const OutputOptions& out, std::size_t n) {
+  if (n <= 1) return;
+  if (!out.output_file.empty() && !sys::has_gpu_placeholder(out.output_file))
+    throw Error(ErrorKind::usage, "-o " + out.output_file +
+                                      ": with several --devices give a file name with %g (the "
+                                      "GPU index), e.g. runs/%N-gpu%g.json: one run file per GPU");
+  if (out.output_file.empty() && (out.json || out.html || out.csv))
+    throw Error(ErrorKind::usage, "--json, --html or --csv with several --devices: give -o FILE "
+                                  "with %g (one file per GPU, e.g. runs/%N-gpu%g.json)");
+}
+
 int run_probe_devices(const std::string& command, const bench::ProbeOptions& probe,
                       const OutputOptions& out, bool save, const std::string& devices_spec,
                       bool concurrent) {
   std::string no_gpu_reason;
   std::vector<int> devices = bench::select_devices(devices_spec, no_gpu_reason);
   const bool several = devices.size() > 1;
-  if (several && !out.output_file.empty() && !sys::has_gpu_placeholder(out.output_file))
-    throw Error(ErrorKind::usage, "-o " + out.output_file +
-                                      ": with several --devices give a file name with %g (the "
-                                      "GPU index), e.g. runs/%N-gpu%g.json: one run file per GPU");
-  if (several && out.output_file.empty() && (out.json || out.html || out.csv))
-    throw Error(ErrorKind::usage, "--json, --html or --csv with several --devices: give -o FILE "
-                                  "with %g (one file per GPU, e.g. runs/%N-gpu%g.json)");
+  check_several_outputs(out, devices.size());
   // Without a GPU: one run that says why, as a probe without --devices does (exit 3).
   const bool no_gpu = devices.empty();
   if (no_gpu) devices.push_back(probe.device);
@@ -47,6 +52,7 @@ int run_probe_devices(const std::string& command, const bench::ProbeOptions& pro
     for (; done < n; ++done) {
       bench::ProbeOptions o = probe;
       o.device = devices[done];
+      if (!no_gpu) o.devices = devices;  // the p2p and nccl sections span them
       const bench::ProbeOutcome outcome = bench::run_probe(o, *sinks[done]);
       ends[done] = SuiteEnd{outcome.gpu_found, outcome.no_gpu_reason};
     }

@@ -10,6 +10,10 @@
 
 namespace gb::cli {
 
+// -o and --json/--html/--csv with `n` GPUs: several need -o with %g (one file per GPU); throws
+// gb::Error (usage) otherwise.
+void check_several_outputs(const OutputOptions& out, std::size_t n);
+
 int run_probe_devices(const std::string& command, const bench::ProbeOptions& probe,
                       const OutputOptions& out, bool save, const std::string& devices,
                       bool concurrent);

@@ -263,4 +263,41 @@ std::optional<double> pcie_link_gbps(int generation, int width) {
   return gt_per_s * efficiency * width / 8.0;
 }
 
+namespace {
+
+// The NVLink generation an NVML version value means, capped by the architecture: Volta (7) has
+// NVLink 2, Ampere (8) 3, Hopper (9) 4; Blackwell (10+) 5.
+int nvlink_generation(int nvml_version, int cc_major) {
+  int gen = 0;
+  switch (nvml_version) {
+    case 1: gen = 1; break;
+    case 2: case 3: gen = 2; break;
+    case 4: case 5: gen = 3; break;
+    case 6: gen = 4; break;
+    case 7: gen = 5; break;
+    default: return 0;
+  }
+  const int cap = cc_major <= 6 ? 1 : cc_major == 7 ? 2 : cc_major == 8 ? 3 : cc_major == 9 ? 4 : 5;
+  return std::min(gen, cap);
+}
+
+}  // namespace
+
+std::optional<double> nvlink_gbps_per_link(int nvml_version, int cc_major) {
+  // Per direction per link: NVLink 1 20 GB/s (P100); 2, 3 and 4 25 GB/s (V100: 6 links = 150,
+  // A100: 12 links = 300, H100/H200: 18 links = 450 per direction, 900 GB/s both ways); 5
+  // 50 GB/s (B200: 18 links = 900 per direction).
+  switch (nvlink_generation(nvml_version, cc_major)) {
+    case 1: return 20.0;
+    case 2: case 3: case 4: return 25.0;
+    case 5: return 50.0;
+    default: return std::nullopt;
+  }
+}
+
+std::string nvlink_version_name(int nvml_version, int cc_major) {
+  const int gen = nvlink_generation(nvml_version, cc_major);
+  return gen > 0 ? "NVLink " + std::to_string(gen) : "NVLink";
+}
+
 }  // namespace gb

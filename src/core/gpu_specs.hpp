@@ -56,5 +56,12 @@ std::optional<double> computed_peak_tflops(int cc_major, int cc_minor, int sm_co
 double computed_mem_bandwidth_gbps(int bus_width_bits, double mem_clock_mhz);
 // Per-direction PCIe payload bandwidth before protocol overhead: GT/s x encoding x lanes / 8.
 std::optional<double> pcie_link_gbps(int generation, int width);
+// Per-direction data rate of one NVLink, in GB/s, from NVML's nvmlNvlinkVersion_t (1 = 1.0,
+// 2 = 2.0, 3 = 2.2, 4 = 3.0, 5 = 3.1, 6 = 4.0, 7 = 5.0): 20 (1.0), 25 (2.x, 3.x, 4.0), 50 (5.0).
+// cc_major caps what the GPU's architecture can have (Hopper, 9: NVLink 4 at most; some drivers
+// report 5.0 on H100). docs/gpu-specs.md.
+std::optional<double> nvlink_gbps_per_link(int nvml_version, int cc_major);
+// "NVLink 4" for nvmlNvlinkVersion_t 6, with the same cap; "NVLink" when unknown.
+std::string nvlink_version_name(int nvml_version, int cc_major);
 
 }  // namespace gb

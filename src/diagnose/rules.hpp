@@ -75,6 +75,12 @@ void note_power_cap(Result& r);
 // trained below what slot and card support, warn when only the slot limits it.
 void apply_pcie_link_rule(Run& run, const RunFacts& facts);
 
+// GPU-to-GPU links (probe.p2p.*, probe.nccl.*): a one-rank busbw is skipped ("one GPU, no link
+// to judge"); a headline with the link's theoretical rate as its datasheet reference is judged
+// pass/warn/fail against kPassAtLinkTheory / kWarnAtLinkTheory; the sweep points, the
+// device-local diagonal and the latencies stay info. True when the key is one of these.
+bool judge_gpu_link(Result& r);
+
 // A pinned copy below target while the link trained down: the link is the cause, so the copy
 // carries the link's advice (one fix, said once in the checklist) and names the link state.
 void apply_link_explains_bandwidth(Run& run);

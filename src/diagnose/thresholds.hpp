@@ -14,6 +14,13 @@ namespace gb::diagnose {
 inline constexpr double kPassAtAchievable = 0.90;
 inline constexpr double kWarnAtAchievable = 0.75;
 
+// GPU-to-GPU links (probe.p2p.gpu<j>.unidir_gbps / bidir_gbps, the probe.nccl.<c>.busbw_gbps
+// headlines) against the theoretical rate of the link NVML names: pass at >= kPassAtLinkTheory
+// of it, warn at >= kWarnAtLinkTheory, fail below. Assumed fractions (docs/thresholds.md): a
+// healthy link delivers ~80-90 % of its signalling rate in large copies and NCCL rings.
+inline constexpr double kPassAtLinkTheory = 0.70;
+inline constexpr double kWarnAtLinkTheory = 0.50;
+
 // What the "achievable" figure of a key is a fraction of.
 enum class Basis {
   gemm_peak,        // datasheet peak of `precision` (spec table), or the result's own reference

@@ -18,6 +18,10 @@ void apply_verdicts(Run& run) {
   for (Result& r : run.results) {
     if (r.status != Status::info || !r.value) continue;
     if (r.key.starts_with("watch.")) continue;  // judged as a whole by diagnose_watch()
+    if (judge_gpu_link(r)) {
+      note_power_cap(r);
+      continue;
+    }
     const Reference* achievable = add_achievable_reference(r, facts);
     if (!apply_slowdown_rule(r, facts)) {
       if (achievable)

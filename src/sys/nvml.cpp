@@ -83,6 +83,12 @@ class NvmlLibrary {
   api::nvmlGpmSampleFree_fn gpm_sample_free = nullptr;
   api::nvmlGpmSampleGet_fn gpm_sample_get = nullptr;
   api::nvmlGpmMetricsGet_fn gpm_metrics_get = nullptr;
+  // GPU-to-GPU links.
+  api::nvmlDeviceGetTopologyCommonAncestor_fn get_topology_common_ancestor = nullptr;
+  api::nvmlDeviceGetP2PStatus_fn get_p2p_status = nullptr;
+  api::nvmlDeviceGetNvLinkState_fn get_nvlink_state = nullptr;
+  api::nvmlDeviceGetNvLinkVersion_fn get_nvlink_version = nullptr;
+  api::nvmlDeviceGetNvLinkRemotePciInfo_v2_fn get_nvlink_remote_pci_info = nullptr;
 
  private:
   void* so_;
@@ -309,6 +315,14 @@ void resolve_optional_symbols(NvmlLibrary& lib) {
   lib.gpm_sample_free = lib.symbol<nvmlGpmSampleFree_fn>("nvmlGpmSampleFree");
   lib.gpm_sample_get = lib.symbol<nvmlGpmSampleGet_fn>("nvmlGpmSampleGet");
   lib.gpm_metrics_get = lib.symbol<nvmlGpmMetricsGet_fn>("nvmlGpmMetricsGet");
+  lib.get_topology_common_ancestor =
+      lib.symbol<nvmlDeviceGetTopologyCommonAncestor_fn>("nvmlDeviceGetTopologyCommonAncestor");
+  lib.get_p2p_status = lib.symbol<nvmlDeviceGetP2PStatus_fn>("nvmlDeviceGetP2PStatus");
+  lib.get_nvlink_state = lib.symbol<nvmlDeviceGetNvLinkState_fn>("nvmlDeviceGetNvLinkState");
+  lib.get_nvlink_version =
+      lib.symbol<nvmlDeviceGetNvLinkVersion_fn>("nvmlDeviceGetNvLinkVersion");
+  lib.get_nvlink_remote_pci_info =
+      lib.symbol<nvmlDeviceGetNvLinkRemotePciInfo_v2_fn>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
 }
 
 // A value of any nvmlValueType_t as a double; empty for a type this code does not know.
@@ -757,6 +771,63 @@ std::optional<NvmlDevice> Nvml::device_by_pci_bus_id(const std::string& pci_bus_
     if (query_pci_bus_id(*lib_, handle) == wanted) return NvmlDevice(lib_, handle);
   }
   return std::nullopt;
+}
+
+// --- GPU-to-GPU links --------------------------------------------------------------------------
+
+std::vector<NvLinkInfo> NvmlDevice::nvlinks() const {
+  std::vector<NvLinkInfo> links;
+  if (!lib_->get_nvlink_state) return links;
+  const api::nvmlDevice_t dev = as_device(handle_);
+  for (unsigned int link = 0; link < api::NVML_NVLINK_MAX_LINKS; ++link) {
+    api::nvmlEnableState_t active{};
+    // NOT_SUPPORTED / INVALID_ARGUMENT past the device's last link: no such link.
+    if (!ok(lib_->get_nvlink_state(dev, link, &active))) continue;
+    NvLinkInfo info;
+    info.link = static_cast<int>(link);
+    info.active = active == api::NVML_FEATURE_ENABLED;
+    unsigned int version = 0;
+    if (lib_->get_nvlink_version && ok(lib_->get_nvlink_version(dev, link, &version)))
+      info.version = static_cast<int>(version);
+    api::nvmlPciInfo_t pci{};
+    if (info.active && lib_->get_nvlink_remote_pci_info &&
+        ok(lib_->get_nvlink_remote_pci_info(dev, link, &pci))) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%04X:%02X:%02X.0", pci.domain, pci.bus, pci.device);
+      info.remote_pci_bus_id = text;
+    }
+    links.push_back(std::move(info));
+  }
+  return links;
+}
+
+std::optional<int> NvmlDevice::common_ancestor(const NvmlDevice& other) const {
+  api::nvmlGpuTopologyLevel_t level{};
+  if (!lib_->get_topology_common_ancestor ||
+      !ok(lib_->get_topology_common_ancestor(as_device(handle_), as_device(other.handle_), &level)))
+    return std::nullopt;
+  return static_cast<int>(level);
+}
+
+std::optional<bool> NvmlDevice::nvlink_p2p_with(const NvmlDevice& other) const {
+  api::nvmlGpuP2PStatus_t status{};
+  if (!lib_->get_p2p_status ||
+      !ok(lib_->get_p2p_status(as_device(handle_), as_device(other.handle_),
+                               api::NVML_P2P_CAPS_INDEX_NVLINK, &status)))
+    return std::nullopt;
+  return status == api::NVML_P2P_STATUS_OK;
+}
+
+std::string topology_level_name(int level) {
+  switch (level) {
+    case api::NVML_TOPOLOGY_INTERNAL: return "same board";
+    case api::NVML_TOPOLOGY_SINGLE: return "one PCIe switch";
+    case api::NVML_TOPOLOGY_MULTIPLE: return "several PCIe switches";
+    case api::NVML_TOPOLOGY_HOSTBRIDGE: return "the host bridge";
+    case api::NVML_TOPOLOGY_NODE: return "host bridges of one NUMA node";
+    case api::NVML_TOPOLOGY_SYSTEM: return "across NUMA nodes";
+  }
+  return "PCIe level " + std::to_string(level);
 }
 
 // --- Clock-event reasons -----------------------------------------------------------------------

@@ -102,6 +102,18 @@ struct GpmMetrics {
   std::optional<double> dram_bw_pct;        // NVML_GPM_METRIC_DRAM_BW_UTIL
 };
 
+// One NVLink of a device (nvmlDeviceGetNvLinkState / Version / RemotePciInfo).
+struct NvLinkInfo {
+  int link = 0;
+  bool active = false;
+  std::optional<int> version;  // nvmlNvlinkVersion_t: 1 = 1.0 ... 6 = 4.0, 7 = 5.0
+  std::string remote_pci_bus_id;  // "0000:3B:00.0": a GPU, or an NVSwitch; empty: unknown
+};
+
+// nvmlGpuTopologyLevel_t in words: 0 "same board", 10 "one PCIe switch", 20 "several PCIe
+// switches", 30 "the host bridge", 40 "host bridges of one NUMA node", 50 "across NUMA nodes".
+std::string topology_level_name(int level);
+
 class NvmlLibrary;
 
 // Two GPM sample buffers of one device (RAII: freed with the sampler). take() reads the counters
@@ -149,6 +161,11 @@ class NvmlDevice {
   // call, the costliest part of the sample).
   NvmlWatchSample watch_sample(bool with_pcie_throughput = true) const;
   GpmSampler gpm_sampler() const;
+
+  // GPU-to-GPU links; empty when the driver or device does not say.
+  std::vector<NvLinkInfo> nvlinks() const;  // every link the device has, active or not
+  std::optional<int> common_ancestor(const NvmlDevice& other) const;  // nvmlGpuTopologyLevel_t
+  std::optional<bool> nvlink_p2p_with(const NvmlDevice& other) const;  // P2P over NVLink works
 
  private:
   std::shared_ptr<NvmlLibrary> lib_;

@@ -221,6 +221,37 @@ struct nvmlGpmSupport_t {
   unsigned int isSupportedDevice;  // OUT
 };
 
+
+// --- GPU-to-GPU links (probe p2p / nccl) ------------------------------------------------------
+
+// nvmlDeviceGetTopologyCommonAncestor: the closest PCIe element two GPUs share.
+enum nvmlGpuTopologyLevel_t {
+  NVML_TOPOLOGY_INTERNAL = 0,     // the same board (multi-GPU card)
+  NVML_TOPOLOGY_SINGLE = 10,      // one PCIe switch
+  NVML_TOPOLOGY_MULTIPLE = 20,    // several PCIe switches, no host bridge
+  NVML_TOPOLOGY_HOSTBRIDGE = 30,  // the same host bridge
+  NVML_TOPOLOGY_NODE = 40,        // host bridges of one NUMA node
+  NVML_TOPOLOGY_SYSTEM = 50,      // across NUMA nodes (SMP interconnect)
+};
+
+// nvmlDeviceGetP2PStatus: can two GPUs talk peer to peer over this path.
+enum nvmlGpuP2PCapsIndex_t {
+  NVML_P2P_CAPS_INDEX_READ = 0,
+  NVML_P2P_CAPS_INDEX_WRITE = 1,
+  NVML_P2P_CAPS_INDEX_NVLINK = 2,
+  NVML_P2P_CAPS_INDEX_ATOMICS = 3,
+  NVML_P2P_CAPS_INDEX_PCI = 4,
+};
+enum nvmlGpuP2PStatus_t {
+  NVML_P2P_STATUS_OK = 0,
+};
+
+// Links per GPU nvml.h allows (NVML_NVLINK_MAX_LINKS).
+inline constexpr unsigned int NVML_NVLINK_MAX_LINKS = 18;
+
+// nvmlDeviceGetNvLinkVersion answers nvmlNvlinkVersion_t (driver 550+ headers): 1 = 1.0,
+// 2 = 2.0, 3 = 2.2, 4 = 3.0, 5 = 3.1, 6 = 4.0, 7 = 5.0.
+
 static_assert(sizeof(nvmlValue_t) == 8);
 static_assert(sizeof(nvmlSample_t) == 16);
 static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32);
@@ -291,5 +322,19 @@ using nvmlGpmSampleAlloc_fn = nvmlReturn_t (*)(nvmlGpmSample_t* gpm_sample);
 using nvmlGpmSampleFree_fn = nvmlReturn_t (*)(nvmlGpmSample_t gpm_sample);
 using nvmlGpmSampleGet_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlGpmSample_t gpm_sample);
 using nvmlGpmMetricsGet_fn = nvmlReturn_t (*)(nvmlGpmMetricsGet_t* metrics_get);
+// GPU-to-GPU links.
+using nvmlDeviceGetTopologyCommonAncestor_fn = nvmlReturn_t (*)(nvmlDevice_t device1,
+                                                                nvmlDevice_t device2,
+                                                                nvmlGpuTopologyLevel_t* path_info);
+using nvmlDeviceGetP2PStatus_fn = nvmlReturn_t (*)(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                   nvmlGpuP2PCapsIndex_t p2p_index,
+                                                   nvmlGpuP2PStatus_t* p2p_status);
+using nvmlDeviceGetNvLinkState_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int link,
+                                                     nvmlEnableState_t* is_active);
+using nvmlDeviceGetNvLinkVersion_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int link,
+                                                       unsigned int* version);
+using nvmlDeviceGetNvLinkRemotePciInfo_v2_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                unsigned int link,
+                                                                nvmlPciInfo_t* pci);
 
 }  // namespace gb::sys::nvml_api

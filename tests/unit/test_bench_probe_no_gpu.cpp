@@ -21,7 +21,7 @@ TEST(ProbeWithoutGpu, EveryGpuSectionIsSkippedWithTheReason) {
   const auto outcome = probe_into(sink);
   if (outcome.gpu_found) GTEST_SKIP() << "this machine has a GPU";
   EXPECT_FALSE(outcome.no_gpu_reason.empty());
-  ASSERT_EQ(sink.results().size(), 5u);  // gemm, memory, pcie, latency, host
+  ASSERT_EQ(sink.results().size(), 7u);  // gemm, memory, pcie, latency, host, p2p, nccl
   for (const auto& r : sink.results()) {
     EXPECT_EQ(r.status, gb::Status::skipped) << r.key;
     EXPECT_EQ(r.reason, outcome.no_gpu_reason) << r.key;
