@@ -3,6 +3,12 @@
 
 #include "core/error.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
 namespace gb {
 
 namespace {
@@ -12,10 +18,45 @@ Json opt(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
 
+// A whole number of type T from a file value, or nothing when it is not a number that fits (a
+// huge or fractional value from a damaged file is no value, not an overflowing conversion).
+template <typename T>
+std::optional<T> whole_number(const Json& v) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return std::nullopt;
+    return static_cast<T>(u);
+  }
+  if (v.is_number_integer()) {
+    const auto i = v.get<std::int64_t>();
+    if constexpr (std::is_unsigned_v<T>) {
+      if (i < 0) return std::nullopt;
+      return static_cast<T>(i);  // non-negative int64 fits every unsigned type we read
+    } else {
+      if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max()) return std::nullopt;
+      return static_cast<T>(i);
+    }
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    // 2^53: beyond it a double no longer holds every whole number; the bounds also keep the
+    // cast below defined.
+    const double lo = std::max(static_cast<double>(std::numeric_limits<T>::min()), -9007199254740992.0);
+    const double hi = std::min(static_cast<double>(std::numeric_limits<T>::max()), 9007199254740992.0);
+    if (!(d >= lo && d <= hi) || d != std::trunc(d)) return std::nullopt;
+    return static_cast<T>(d);
+  }
+  return std::nullopt;
+}
+
 template <typename T>
 std::optional<T> read_opt(const Json& j, const char* name) {
   if (!j.contains(name) || j.at(name).is_null()) return std::nullopt;
-  return j.at(name).get<T>();
+  if constexpr (std::is_integral_v<T>) {
+    return whole_number<T>(j.at(name));
+  } else {
+    return j.at(name).get<T>();
+  }
 }
 
 Json telemetry_json(const Telemetry& t) {
@@ -40,7 +81,7 @@ Json telemetry_json(const Telemetry& t) {
 
 Telemetry telemetry_from(const Json& j) {
   Telemetry t;
-  t.samples = j.value("samples", std::size_t{0});
+  t.samples = read_opt<std::size_t>(j, "samples").value_or(0);
   t.sm_clock_mhz_min = read_opt<double>(j, "sm_clock_mhz_min");
   t.sm_clock_mhz_max = read_opt<double>(j, "sm_clock_mhz_max");
   t.sm_clock_mhz_mean = read_opt<double>(j, "sm_clock_mhz_mean");
@@ -69,7 +110,9 @@ void put_number(Json& j, double value, const std::string& unit, int decimals) {
 void get_number(const Json& j, std::optional<double>& value, std::string& unit, int& decimals) {
   value = j.at("value").get<double>();
   unit = j.value("unit", "");
-  decimals = j.value("decimals", -1);
+  // A display hint: a small whole number; anything else from a damaged file is no hint.
+  decimals = -1;
+  if (const auto d = read_opt<int>(j, "decimals"); d && *d >= 0 && *d <= 20) decimals = *d;
 }
 
 // v2 params: a list in the suite's order, {"name", "text"} or {"name", "value", "unit"} (+
@@ -283,7 +326,7 @@ Run run_from_json(const Json& j) {
       r.value = read_opt<double>(jr, "value");
       if (jr.contains("stats")) {
         const auto& s = jr.at("stats");
-        r.stats = {s.value("n", std::size_t{0}), s.value("median", 0.0), s.value("mean", 0.0),
+        r.stats = {read_opt<std::size_t>(s, "n").value_or(0), s.value("median", 0.0), s.value("mean", 0.0),
                    s.value("min", 0.0), s.value("max", 0.0), s.value("stddev", 0.0),
                    s.value("cv", 0.0)};
       }

@@ -165,6 +165,34 @@ TEST(JsonRoundTrip, MissingTelemetryFieldsStayEmpty) {
   EXPECT_TRUE(j["results"][2]["value"].is_null());
 }
 
+// Whole-number fields of a damaged file (huge, fractional, negative) read as "no value", never
+// through an overflowing conversion (a fuzzer found "decimals": 6.7e18 taking the reader down).
+TEST(JsonRoundTrip, DamagedWholeNumbersReadAsNoValue) {
+  gb::Json j = gb::to_json(full_run());
+  gb::Json& r = j["results"][0];
+  gb::Json& m = r["params"][3];  // "m": 8192 with 0 decimals
+  ASSERT_EQ(m["name"], "m");
+  m["decimals"] = 6.7e18;
+  r["stats"]["n"] = 1e300;
+  r["telemetry"]["samples"] = -4;
+  r["telemetry"]["pcie_gen_min"] = 2.5;
+  r["telemetry"]["throttle_reasons"] = -1e30;
+  const gb::Run back = gb::run_from_json(gb::Json::parse(j.dump()));
+  const gb::Result& b = back.results[0];
+  EXPECT_EQ(b.params[3].decimals, -1);
+  EXPECT_EQ(b.stats.n, 0u);
+  ASSERT_TRUE(b.telemetry.has_value());
+  EXPECT_EQ(b.telemetry->samples, 0u);
+  EXPECT_FALSE(b.telemetry->pcie_gen_min.has_value());
+  EXPECT_FALSE(b.telemetry->throttle_reasons.has_value());
+  // In range, a whole number written as a float still reads.
+  m["decimals"] = 2.0;
+  r["stats"]["n"] = 3.0;
+  const gb::Run again = gb::run_from_json(j);
+  EXPECT_EQ(again.results[0].params[3].decimals, 2);
+  EXPECT_EQ(again.results[0].stats.n, 3u);
+}
+
 TEST(JsonRoundTrip, DocumentCarriesSchemaNameAndVersion) {
   const gb::Json j = gb::to_json(full_run());
   EXPECT_EQ(j["schema"], "gpubase.run");
