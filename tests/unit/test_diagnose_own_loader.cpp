@@ -55,7 +55,8 @@ TEST(OwnLoaderAdvice, CpuFedRowsPointAtTheSplitNotAtNumWorkers) {
 }
 
 TEST(OwnLoaderAdvice, SplitFedRunsAreToldAboutTheShareAndNvjpegAlone) {
-  const gb::ChecklistRow& r = row(own_run("both"), "gpu_util");
+  const gb::Run run = own_run("both");
+  const gb::ChecklistRow& r = row(run, "gpu_util");
   EXPECT_TRUE(has(r.advice, "--gpu-share")) << r.advice;
   EXPECT_TRUE(has(r.advice, "--decode gpu")) << r.advice;
 }

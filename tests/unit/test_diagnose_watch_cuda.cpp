@@ -305,7 +305,8 @@ TEST(DiagnoseWatchCuda, StorageBoundNamesTheJobsShareOfTheDisksBusyTime) {
   set(run, "watch.job.disk_read.mbps", 532);
   set(run, "watch.job.io_wait.pct", 70);
   param(run, "watch.job.io_wait.pct", "comm", "python3");
-  const gb::Finding* f = find(gb::diagnose::diagnose_watch(run), "storage_bound");
+  const std::vector<gb::Finding> findings = gb::diagnose::diagnose_watch(run);
+  const gb::Finding* f = find(findings, "storage_bound");
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(contains(f->evidence, "nvme0n1 is 80 % busy, about 76 % of it for the job's own "
                                     "reads (532 MB/s, 95 % of the bytes read)"))
