@@ -9,6 +9,7 @@
 #include "fleet/merge.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,35 +98,61 @@ std::vector<std::filesystem::path> collect_run_files(const std::vector<std::stri
 
 namespace {
 
-// Reads a whole file into `buf` (reused between files, grown but never zero-filled again);
-// returns the text, or an empty view with `err` set on failure.
-std::string_view read_file(const std::filesystem::path& path, std::vector<char>& buf,
-                           std::string& err) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    err = std::strerror(errno);
-    return {};
+// A run file's text: mapped from the page cache when it can be (no copy: at fleet scale the
+// copy out of the page cache was a third of the merge's CPU time), else read into `buf`
+// (reused between files, grown but never zero-filled again).
+class FileText {
+ public:
+  FileText() = default;
+  FileText(const FileText&) = delete;
+  FileText& operator=(const FileText&) = delete;
+  ~FileText() {
+    if (map_ != nullptr) ::munmap(map_, map_len_);
   }
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) + 1 > buf.size())
-    buf.resize(static_cast<std::size_t>(st.st_size) + 4096);
-  std::size_t used = 0;
-  while (true) {
-    if (used == buf.size()) buf.resize(buf.size() * 2 + 65536);
-    const ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
+
+  // Returns the text, or an empty view with `err` set on failure.
+  std::string_view open(const std::filesystem::path& path, std::vector<char>& buf, std::string& err) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
       err = std::strerror(errno);
-      ::close(fd);
       return {};
     }
-    if (n == 0) break;
-    used += static_cast<std::size_t>(n);
+    struct stat st {};
+    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (regular && st.st_size > 0) {
+      const auto len = static_cast<std::size_t>(st.st_size);
+      void* m = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (m != MAP_FAILED) {
+        ::close(fd);
+        map_ = m;
+        map_len_ = len;
+        return {static_cast<const char*>(m), len};
+      }
+    }
+    if (regular && static_cast<std::size_t>(st.st_size) + 1 > buf.size())
+      buf.resize(static_cast<std::size_t>(st.st_size) + 4096);
+    std::size_t used = 0;
+    while (true) {
+      if (used == buf.size()) buf.resize(buf.size() * 2 + 65536);
+      const ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        err = std::strerror(errno);
+        ::close(fd);
+        return {};
+      }
+      if (n == 0) break;
+      used += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    if (used == 0) err = "empty file";
+    return {buf.data(), used};
   }
-  ::close(fd);
-  if (used == 0) err = "empty file";
-  return {buf.data(), used};
-}
+
+ private:
+  void* map_ = nullptr;
+  std::size_t map_len_ = 0;
+};
 
 double median_of(std::vector<double>& v) {
   const std::size_t mid = v.size() / 2;
@@ -205,7 +232,8 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
       Slot& s = slots[i];
       s.worker = w;
       err.clear();
-      const std::string_view text = read_file(files[i], buf, err);
+      FileText file;
+      const std::string_view text = file.open(files[i], buf, err);
       if (!err.empty()) {
         s.error = "cannot read: " + err;
         continue;
