@@ -21,8 +21,8 @@
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
+#include "core/mapped_file.hpp"
 #include "data/image_folder.hpp"
-#include "data/mapped_file.hpp"
 #include "data/open.hpp"
 #include "data/pack.hpp"
 #include "data/synth.hpp"
@@ -454,7 +454,7 @@ int run_verify(const DatasetCli& cli) {
   } catch (const Error& e) {
     // A file with the pack magic whose header or index does not hold up is what verify is for:
     // a failed check (1), not bad input (2).
-    const std::vector<std::uint8_t> head = data::read_file_prefix(file, 8);
+    const std::vector<std::uint8_t> head = read_file_prefix(file, 8);
     const bool is_pack = head.size() == 8 && std::memcmp(head.data(), "GBPACK\0\0", 8) == 0;
     if (e.kind() != ErrorKind::usage || !is_pack) throw;
     if (cli.json) {

@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -22,13 +22,13 @@
 #include "bench/train.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
-#include "data/mapped_file.hpp"
+#include "core/mapped_file.hpp"
 #include "diagnose/timeline.hpp"
-#include "sys/identity.hpp"
+#include "report/report.hpp"
 #include "store/history.hpp"
+#include "sys/identity.hpp"
 #include "watch/series_chart.hpp"
 #include "watch/watch.hpp"
-#include "report/report.hpp"
 
 namespace gb::cli {
 
@@ -89,8 +89,7 @@ RunSeries run_series(const Run& run, const OutputOptions& options, std::string& 
     std::filesystem::path base(options.run_file);
     for (const char* ext : {".series.jsonl", ".series.csv"})
       candidates.push_back(base.parent_path() / (base.stem().string() + ext));
-    if (named)
-      candidates.push_back(base.parent_path() / std::filesystem::path(*named).filename());
+    if (named) candidates.push_back(base.parent_path() / std::filesystem::path(*named).filename());
   }
   std::error_code ec;
   for (const auto& path : candidates) {
@@ -145,8 +144,9 @@ void emit_run(const Run& run, const OutputOptions& options) {
     if (std::fflush(stdout) != 0 || !written) {
       const int err = errno;
       std::clearerr(stdout);  // reported here, not again when the command ends (cli::main)
-      throw Error(ErrorKind::runtime, std::string("writing the report to standard output failed: ") +
-                                          std::strerror(err));
+      throw Error(
+          ErrorKind::runtime,
+          std::string("writing the report to standard output failed: ") + std::strerror(err));
     }
     return;
   }
@@ -208,11 +208,11 @@ std::filesystem::path save_run(const Run& run) {
 }
 
 Run load_run(const std::filesystem::path& path) {
-  // Read as any user's file is (data/mapped_file): a FIFO or a device is refused at once, not
+  // Read as any user's file is (core/mapped_file): a FIFO or a device is refused at once, not
   // waited on forever.
   std::vector<std::uint8_t> bytes;
   try {
-    data::read_whole_file(path, bytes);
+    read_whole_file(path, bytes);
   } catch (const Error& e) {
     throw Error(ErrorKind::usage, std::string("cannot read run file: ") + e.what());
   }

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/mapped_file.hpp"
 #include "data/dataset.hpp"
-#include "data/mapped_file.hpp"
 
 namespace gb::data {
 

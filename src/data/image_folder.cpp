@@ -11,7 +11,7 @@
 
 #include "core/cancel.hpp"
 #include "core/error.hpp"
-#include "data/mapped_file.hpp"
+#include "core/mapped_file.hpp"
 
 namespace gb::data {
 namespace {
@@ -100,8 +100,9 @@ std::unique_ptr<ImageFolderDataset> ImageFolderDataset::open(const fs::path& roo
         if (!first_walk(it->path())) {
           it.disable_recursion_pending();
           ++scan.ignored;
-          scan.note(it->path().string() + ": a directory already walked (a link loop or a "
-                                          "second link): walked once");
+          scan.note(it->path().string() +
+                    ": a directory already walked (a link loop or a "
+                    "second link): walked once");
         }
         continue;
       }

@@ -5,9 +5,9 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "core/mapped_file.hpp"
 #include "data/idx.hpp"
 #include "data/image_folder.hpp"
-#include "data/mapped_file.hpp"
 #include "data/pack.hpp"
 #include "data/webdataset.hpp"
 

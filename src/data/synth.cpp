@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "data/mapped_file.hpp"
+#include "core/mapped_file.hpp"
 #include "data/tar.hpp"
 
 namespace gb::data {

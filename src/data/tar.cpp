@@ -7,7 +7,7 @@
 
 #include "core/cancel.hpp"
 #include "core/error.hpp"
-#include "data/mapped_file.hpp"
+#include "core/mapped_file.hpp"
 
 namespace gb::data {
 namespace {

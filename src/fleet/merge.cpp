@@ -5,13 +5,10 @@
 // skipped with memchr at several GB/s, the rest at ~1 GB/s per thread, so two threads need
 // ~2-3 s. Grouping and medians: 80,000 x ~20 judged figures = 1.6 M values, nth_element twice
 // per (group, key): well under 0.1 s. Memory: the scanned runs (~1 KB each with their
-// strings, ~100 MB) and one file buffer per thread.
+// strings, ~100 MB); the files are mapped, not copied.
 #include "fleet/merge.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,17 +23,23 @@
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "core/mapped_file.hpp"
 #include "sys/nvml.hpp"
 
 namespace gb::fleet {
 
 std::string_view to_string(ProblemKind k) {
   switch (k) {
-    case ProblemKind::no_gpu: return "no_gpu";
-    case ProblemKind::throttled: return "throttled";
-    case ProblemKind::invalid: return "invalid";
-    case ProblemKind::slow: return "slow";
-    case ProblemKind::link: return "link";
+    case ProblemKind::no_gpu:
+      return "no_gpu";
+    case ProblemKind::throttled:
+      return "throttled";
+    case ProblemKind::invalid:
+      return "invalid";
+    case ProblemKind::slow:
+      return "slow";
+    case ProblemKind::link:
+      return "link";
   }
   return "slow";
 }
@@ -45,13 +48,20 @@ double pcie_lane_gbps(int gen) {
   // Transfer rate per lane after line encoding (8b/10b to Gen2, 128b/130b from Gen3; Gen6's
   // FLIT overhead ignored): 2.5, 5, 8, 16, 32, 64 GT/s.
   switch (gen) {
-    case 1: return 0.25;
-    case 2: return 0.5;
-    case 3: return 8.0 * 128 / 130 / 8;
-    case 4: return 16.0 * 128 / 130 / 8;
-    case 5: return 32.0 * 128 / 130 / 8;
-    case 6: return 64.0 * 128 / 130 / 8;
-    default: return 0;
+    case 1:
+      return 0.25;
+    case 2:
+      return 0.5;
+    case 3:
+      return 8.0 * 128 / 130 / 8;
+    case 4:
+      return 16.0 * 128 / 130 / 8;
+    case 5:
+      return 32.0 * 128 / 130 / 8;
+    case 6:
+      return 64.0 * 128 / 130 / 8;
+    default:
+      return 0;
   }
 }
 
@@ -62,7 +72,8 @@ std::vector<std::filesystem::path> collect_run_files(const std::vector<std::stri
   for (const std::string& p : paths) {
     std::error_code ec;
     const fs::file_status st = fs::status(p, ec);
-    if (ec || !fs::exists(st)) throw Error(ErrorKind::usage, "fleet merge: " + p + " does not exist");
+    if (ec || !fs::exists(st))
+      throw Error(ErrorKind::usage, "fleet merge: " + p + " does not exist");
     if (fs::is_directory(st)) {
       const auto walk = fs::directory_options::skip_permission_denied |
                         fs::directory_options::follow_directory_symlink;
@@ -74,8 +85,7 @@ std::vector<std::filesystem::path> collect_run_files(const std::vector<std::stri
         return ::stat(dir.c_str(), &ds) != 0 || walked.emplace(ds.st_dev, ds.st_ino).second;
       };
       first_walk(p);
-      for (fs::recursive_directory_iterator it(p, walk, ec), end;
-           it != end; it.increment(ec)) {
+      for (fs::recursive_directory_iterator it(p, walk, ec), end; it != end; it.increment(ec)) {
         if (ec) break;
         throw_if_cancelled();
         std::error_code type_ec;
@@ -83,7 +93,8 @@ std::vector<std::filesystem::path> collect_run_files(const std::vector<std::stri
           if (!first_walk(it->path())) it.disable_recursion_pending();
           continue;
         }
-        if (it->path().extension() == ".json" && it->is_regular_file(ec)) files.push_back(it->path());
+        if (it->path().extension() == ".json" && it->is_regular_file(ec))
+          files.push_back(it->path());
       }
     } else {
       files.emplace_back(p);
@@ -98,61 +109,11 @@ std::vector<std::filesystem::path> collect_run_files(const std::vector<std::stri
 
 namespace {
 
-// A run file's text: mapped from the page cache when it can be (no copy: at fleet scale the
-// copy out of the page cache was a third of the merge's CPU time), else read into `buf`
-// (reused between files, grown but never zero-filled again).
-class FileText {
- public:
-  FileText() = default;
-  FileText(const FileText&) = delete;
-  FileText& operator=(const FileText&) = delete;
-  ~FileText() {
-    if (map_ != nullptr) ::munmap(map_, map_len_);
-  }
-
-  // Returns the text, or an empty view with `err` set on failure.
-  std::string_view open(const std::filesystem::path& path, std::vector<char>& buf, std::string& err) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      err = std::strerror(errno);
-      return {};
-    }
-    struct stat st {};
-    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-    if (regular && st.st_size > 0) {
-      const auto len = static_cast<std::size_t>(st.st_size);
-      void* m = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-      if (m != MAP_FAILED) {
-        ::close(fd);
-        map_ = m;
-        map_len_ = len;
-        return {static_cast<const char*>(m), len};
-      }
-    }
-    if (regular && static_cast<std::size_t>(st.st_size) + 1 > buf.size())
-      buf.resize(static_cast<std::size_t>(st.st_size) + 4096);
-    std::size_t used = 0;
-    while (true) {
-      if (used == buf.size()) buf.resize(buf.size() * 2 + 65536);
-      const ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        err = std::strerror(errno);
-        ::close(fd);
-        return {};
-      }
-      if (n == 0) break;
-      used += static_cast<std::size_t>(n);
-    }
-    ::close(fd);
-    if (used == 0) err = "empty file";
-    return {buf.data(), used};
-  }
-
- private:
-  void* map_ = nullptr;
-  std::size_t map_len_ = 0;
-};
+// "<path>: cannot open: <reason>" without the path, which the report prints beside it.
+std::string without_path(const std::string& what, const std::filesystem::path& path) {
+  const std::string prefix = path.string() + ": ";
+  return what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
+}
 
 double median_of(std::vector<double>& v) {
   const std::size_t mid = v.size() / 2;
@@ -175,7 +136,9 @@ std::string group_key(const ScannedRun& r) {
   return k;
 }
 
-std::string pct(double fraction) { return fixed(fraction * 100, 1) + " %"; }
+std::string pct(double fraction) {
+  return fixed(fraction * 100, 1) + " %";
+}
 
 std::string number(double v) {
   const double a = std::fabs(v);
@@ -210,7 +173,8 @@ std::string advice_for_slow(const std::string& key) {
 MergeReport merge_files(const std::vector<std::filesystem::path>& files,
                         const MergeOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::thread::hardware_concurrency());
+  int jobs =
+      options.jobs > 0 ? options.jobs : static_cast<int>(std::thread::hardware_concurrency());
   jobs = std::clamp(jobs, 1, 64);
   jobs = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), files.size()));
 
@@ -224,20 +188,25 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
   std::vector<KeyTable> tables(static_cast<std::size_t>(jobs));
   std::atomic<std::size_t> next{0};
   auto work = [&](int w) {
-    std::vector<char> buf;
-    std::string err;
     KeyTable& keys = tables[static_cast<std::size_t>(w)];
     for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < files.size();) {
       if (cancel_requested()) return;  // Ctrl-C: the calling thread throws once all stopped
       Slot& s = slots[i];
       s.worker = w;
-      err.clear();
-      FileText file;
-      const std::string_view text = file.open(files[i], buf, err);
-      if (!err.empty()) {
-        s.error = "cannot read: " + err;
+      // Mapped from the page cache and read whole at once (no copy: at fleet scale the copy out
+      // of the page cache was a third of the merge's CPU time).
+      MappedFile file;
+      try {
+        file = MappedFile::open(files[i], MappedFile::Load::now);
+      } catch (const Error& e) {
+        s.error = without_path(e.what(), files[i]);
         continue;
       }
+      if (file.size() == 0) {
+        s.error = "cannot read: empty file";
+        continue;
+      }
+      const std::string_view text(reinterpret_cast<const char*>(file.bytes().data()), file.size());
       // A merged report in the same folder (-o runs/fleet.json) is not a run nor unreadable.
       if (text.substr(0, 256).find("\"gpubase.fleet\"") != std::string_view::npos) {
         s.fleet_report = true;
@@ -279,7 +248,8 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
       unreadable.push_back({files[i].string(), s.error});
       continue;
     }
-    for (ScannedFigure& f : s.run->figures) f.key = remap[static_cast<std::size_t>(s.worker)][f.key];
+    for (ScannedFigure& f : s.run->figures)
+      f.key = remap[static_cast<std::size_t>(s.worker)][f.key];
     runs.push_back(std::move(*s.run));
     names.push_back(files[i].string());
   }
@@ -292,8 +262,8 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
   return report;
 }
 
-MergeReport merge_runs(std::vector<ScannedRun> runs, std::vector<std::string> files,
-                       KeyTable keys, const MergeOptions& options) {
+MergeReport merge_runs(std::vector<ScannedRun> runs, std::vector<std::string> files, KeyTable keys,
+                       const MergeOptions& options) {
   if (!(options.threshold > 0 && options.threshold < 1))
     throw Error(ErrorKind::usage, "fleet merge: --threshold must be between 0 and 100 %");
   MergeReport report;
@@ -311,8 +281,9 @@ MergeReport merge_runs(std::vector<ScannedRun> runs, std::vector<std::string> fi
     if (!report.runs[i].gpu_unavailable) by_key[group_key(report.runs[i])].push_back(i);
   std::vector<const std::pair<const std::string, std::vector<std::size_t>>*> order;
   for (const auto& entry : by_key) order.push_back(&entry);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto* a, const auto* b) { return a->second.size() > b->second.size(); });
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return a->second.size() > b->second.size();
+  });
 
   const std::size_t nkeys = report.keys.size();
   std::vector<std::vector<double>> values(nkeys);
@@ -371,8 +342,9 @@ MergeReport merge_runs(std::vector<ScannedRun> runs, std::vector<std::string> fi
       p.kind = ProblemKind::no_gpu;
       p.loss = 1;
       p.evidence = "the run had no GPU: " + *r.gpu_unavailable;
-      p.advice = "check the driver (nvidia-smi) and that the job was given a GPU (Slurm "
-                 "--gres=gpu, Kubernetes nvidia.com/gpu, CUDA_VISIBLE_DEVICES)";
+      p.advice =
+          "check the driver (nvidia-smi) and that the job was given a GPU (Slurm "
+          "--gres=gpu, Kubernetes nvidia.com/gpu, CUDA_VISIBLE_DEVICES)";
       flagged.problems.push_back(std::move(p));
     } else {
       const std::size_t gi = report.run_group[i];
@@ -397,8 +369,9 @@ MergeReport merge_runs(std::vector<ScannedRun> runs, std::vector<std::string> fi
             for (const std::string& n : sys::throttle_reason_names(f.throttle_reasons))
               reasons += (reasons.empty() ? "" : ", ") + n;
             p.evidence = key + " was measured while the GPU slowed itself down (" + reasons + ")";
-            p.advice = "check cooling, airflow and power delivery of this GPU; rerun once it is "
-                       "cool: a figure measured throttled cannot be compared";
+            p.advice =
+                "check cooling, airflow and power delivery of this GPU; rerun once it is "
+                "cool: a figure measured throttled cannot be compared";
           } else {
             p.evidence = key + " is invalid: " + (f.reason.empty() ? "no reason given" : f.reason);
             p.advice = "rerun on this GPU; an invalid figure cannot be compared with its peers";
@@ -446,8 +419,8 @@ MergeReport merge_runs(std::vector<ScannedRun> runs, std::vector<std::string> fi
         p.loss = full > 0 ? 1 - now / full : 0;
         p.evidence = "PCIe link under load " + link_text(gen, width) + ", the GPU supports " +
                      link_text(max.gen, max.width) + " (slot and GPU together: " +
-                     link_text(r.link_max_slot.gen, r.link_max_slot.width) + "): " +
-                     pct(p.loss) + " of the host bandwidth lost";
+                     link_text(r.link_max_slot.gen, r.link_max_slot.width) + "): " + pct(p.loss) +
+                     " of the host bandwidth lost";
         const bool slot_limited =
             (r.link_max_slot.gen && max.gen && *r.link_max_slot.gen < *max.gen) ||
             (r.link_max_slot.width && max.width && *r.link_max_slot.width < *max.width);

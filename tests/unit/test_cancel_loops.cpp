@@ -12,8 +12,8 @@
 
 #include "core/cancel.hpp"
 #include "core/json.hpp"
+#include "core/mapped_file.hpp"
 #include "data/gzip.hpp"
-#include "data/mapped_file.hpp"
 #include "data/tar.hpp"
 #include "data/webdataset.hpp"
 #include "fleet/merge.hpp"
@@ -41,7 +41,7 @@ void write_tar(const fs::path& path, int members) {
 
 std::vector<std::uint8_t> slurp(const fs::path& p) {
   std::vector<std::uint8_t> b;
-  data::read_whole_file(p, b);
+  read_whole_file(p, b);
   return b;
 }
 
@@ -78,8 +78,10 @@ void write_run_file(const fs::path& path, int n) {
   run.tool_version = "0.1.0";
   run.command = "probe";
   run.started_at = "2026-12-01T10:00:0" + std::to_string(n % 10) + "Z";
-  run.environment = {{"gpu.name", "GPU", "NVIDIA H200"}, {"gpu.uuid", "UUID", "GPU-" + std::to_string(n)}};
-  run.results.push_back(Result::measured("probe.gemm.bf16.tflops", "BF16 GEMM", "TFLOP/s", {790.0}));
+  run.environment = {{"gpu.name", "GPU", "NVIDIA H200"},
+                     {"gpu.uuid", "UUID", "GPU-" + std::to_string(n)}};
+  run.results.push_back(
+      Result::measured("probe.gemm.bf16.tflops", "BF16 GEMM", "TFLOP/s", {790.0}));
   fs::create_directories(path.parent_path());
   std::ofstream(path) << to_json(run).dump();
 }
@@ -109,7 +111,8 @@ TEST_F(CancelledLoops, FleetMergesWalkAndReadingEndAtCtrlC) {
 
 TEST_F(CancelledLoops, TheHistorysFirstImportEndsAtCtrlCAndIsRolledBackWhole) {
   test::TempDir dir;
-  for (int i = 0; i < 3; ++i) write_run_file(dir / "runs" / ("probe-" + std::to_string(i) + ".json"), i);
+  for (int i = 0; i < 3; ++i)
+    write_run_file(dir / "runs" / ("probe-" + std::to_string(i) + ".json"), i);
   request_cancel();
   EXPECT_THROW(store::History::open(dir.path()), Cancelled);
   reset_cancel();

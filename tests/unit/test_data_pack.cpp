@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "core/mapped_file.hpp"
 #include "data/crc32c.hpp"
 #include "data/idx.hpp"
 #include "data/image_folder.hpp"
-#include "data/mapped_file.hpp"
 #include "data/open.hpp"
 #include "data/pack.hpp"
 #include "data/webdataset.hpp"
@@ -241,9 +241,9 @@ TEST(Pack, OpenRefusesHostileOffsetsAndSizesWithAValidHeaderChecksum) {
     std::uint64_t value;
   };
   const Field fields[] = {
-      {"class-names offset", 48, huge},          {"class-names size", 56, huge},
-      {"index offset", 64, huge},                {"index size", 72, huge / 24 * 24},
-      {"sample count", 16, huge / 24},           {"payload offset", 80, huge},
+      {"class-names offset", 48, huge}, {"class-names size", 56, huge},
+      {"index offset", 64, huge},       {"index size", 72, huge / 24 * 24},
+      {"sample count", 16, huge / 24},  {"payload offset", 80, huge},
       {"payload size", 88, huge},
   };
   for (const Field& f : fields) {

@@ -9,9 +9,9 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "core/mapped_file.hpp"
 #include "data/image_folder.hpp"
 #include "data/jpeg.hpp"
-#include "data/mapped_file.hpp"
 #include "data/synth.hpp"
 #include "data/webdataset.hpp"
 #include "test_data_util.hpp"

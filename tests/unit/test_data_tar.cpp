@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "data/mapped_file.hpp"
+#include "core/mapped_file.hpp"
 #include "data/tar.hpp"
 #include "data/webdataset.hpp"
 #include "test_data_util.hpp"

@@ -4,6 +4,7 @@
 // group's median, a link below the GPU's maximum, a throttled or invalid figure and a run
 // without a GPU are flagged worst first; the command's exit codes and output formats.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -23,9 +24,9 @@ constexpr std::uint64_t kHwThermalSlowdown = 0x40;  // nvmlClocksThrottleReasonH
 struct GpuSpec {
   std::string host = "node01";
   int index = 0;
-  double bf16 = 800;       // probe.gemm.bf16.tflops
-  double copy = 4200;      // probe.memory.copy.gbps
-  double latency = 3.6;    // a lower-is-better judged figure
+  double bf16 = 800;     // probe.gemm.bf16.tflops
+  double copy = 4200;    // probe.memory.copy.gbps
+  double latency = 3.6;  // a lower-is-better judged figure
   std::string driver = "580.159.04";
   double power = 700;
   int gen = 5, width = 16;  // link under load
@@ -84,7 +85,9 @@ Run make_run(const GpuSpec& g) {
   return run;
 }
 
-std::string run_text(const GpuSpec& g) { return to_json(make_run(g)).dump(2); }
+std::string run_text(const GpuSpec& g) {
+  return to_json(make_run(g)).dump(2);
+}
 
 fleet::MergeReport merge(const std::vector<GpuSpec>& gpus, fleet::MergeOptions options = {}) {
   fleet::KeyTable keys;
@@ -184,8 +187,9 @@ TEST(FleetScan, BracketsAndEscapedQuotesInsideLongStringsDoNotEndAContainer) {
 
 TEST(FleetScan, TextThatIsNotARunIsRefusedWithWhere) {
   fleet::KeyTable keys;
-  for (const char* bad : {"", "{}", "{\"schema\": \"other\"}", "[1,2]", "{\"schema\": \"gpubase.run\"",
-                          "{\"schema\": \"gpubase.run\", \"results\": [{\"key\": 1}]}"}) {
+  for (const char* bad :
+       {"", "{}", "{\"schema\": \"other\"}", "[1,2]", "{\"schema\": \"gpubase.run\"",
+        "{\"schema\": \"gpubase.run\", \"results\": [{\"key\": 1}]}"}) {
     EXPECT_THROW(fleet::scan_run(bad, keys), fleet::ScanError) << bad;
   }
   std::string truncated = run_text(GpuSpec{});
@@ -382,8 +386,8 @@ struct FleetCommand : ::testing::Test {
 
 TEST_F(FleetCommand, ExitsZeroWhenNothingIsFlagged) {
   write_node(node());
-  EXPECT_EQ(cli::run_fleet_args({"merge", "-q", "-o", (dir / "out.txt").string(),
-                                 (dir / "runs").string()}),
+  EXPECT_EQ(cli::run_fleet_args(
+                {"merge", "-q", "-o", (dir / "out.txt").string(), (dir / "runs").string()}),
             0);
 }
 
@@ -392,9 +396,9 @@ TEST_F(FleetCommand, ExitsOneWithTheFlaggedGpuInTheJson) {
   gpus[6].copy = 3000;
   write_node(gpus);
   const auto out = dir / "fleet.json";
-  EXPECT_EQ(cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(),
-                                 (dir / "runs").string()}),
-            1);
+  EXPECT_EQ(
+      cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(), (dir / "runs").string()}),
+      1);
   std::ifstream in(out);
   const Json j = Json::parse(in);
   EXPECT_EQ(j["flagged"][0]["gpu_index"], "6");
@@ -405,9 +409,9 @@ TEST_F(FleetCommand, AnUnreadableFileIsListedAndFailsTheMerge) {
   write_node(node());
   write(dir / "runs" / "broken.json", "{\"schema\": \"gpubase.run\", ");
   const auto out = dir / "fleet.json";
-  EXPECT_EQ(cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(),
-                                 (dir / "runs").string()}),
-            1);
+  EXPECT_EQ(
+      cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(), (dir / "runs").string()}),
+      1);
   std::ifstream in(out);
   const Json j = Json::parse(in);
   ASSERT_EQ(j["unreadable"].size(), 1u);
@@ -415,15 +419,37 @@ TEST_F(FleetCommand, AnUnreadableFileIsListedAndFailsTheMerge) {
   EXPECT_TRUE(j["flagged"].empty());
 }
 
+// A FIFO named as a run file is refused at once (opening one for reading would wait for a
+// writer, deaf to Ctrl-C) and listed as unreadable with the reason; an empty file too.
+TEST_F(FleetCommand, AFifoOrEmptyFileNamedAsARunIsListedNotWaitedOn) {
+  write_node(node());
+  const auto fifo = dir / "pipe.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  write(dir / "empty.json", "");
+  const auto out = dir / "fleet.json";
+  EXPECT_EQ(
+      cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(), (dir / "runs").string(),
+                           fifo.string(), (dir / "empty.json").string()}),
+      1);
+  std::ifstream in(out);
+  const Json j = Json::parse(in);
+  ASSERT_EQ(j["unreadable"].size(), 2u);
+  std::string reasons;
+  for (const auto& u : j["unreadable"]) reasons += u.dump();
+  EXPECT_NE(reasons.find("not a regular file"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("empty file"), std::string::npos) << reasons;
+  EXPECT_EQ(j["gpus"], 8);
+}
+
 TEST_F(FleetCommand, AMergedReportWrittenIntoTheRunsFolderIsLeftOutNextTime) {
   write_node(node());
   const auto out = dir / "runs" / "fleet.json";
-  EXPECT_EQ(cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(),
-                                 (dir / "runs").string()}),
-            0);
-  EXPECT_EQ(cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(),
-                                 (dir / "runs").string()}),
-            0);
+  EXPECT_EQ(
+      cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(), (dir / "runs").string()}),
+      0);
+  EXPECT_EQ(
+      cli::run_fleet_args({"merge", "-q", "--json", "-o", out.string(), (dir / "runs").string()}),
+      0);
   std::ifstream in(out);
   const Json j = Json::parse(in);
   EXPECT_EQ(j["run_files"], 8);

@@ -1,4 +1,4 @@
-// data/mapped_file.hpp: a read-only file mapped into memory (RAII, move-only), and the small
+// core/mapped_file.hpp: a read-only file mapped into memory (RAII, move-only), and the small
 // POSIX file helpers the readers share. Readers hand out spans into these mappings, so a sample
 // costs no copy and any number of threads may read one mapping at once.
 #pragma once
@@ -9,13 +9,18 @@
 #include <string>
 #include <vector>
 
-namespace gb::data {
+namespace gb {
 
 class MappedFile {
  public:
+  // Whether the pages are read in when the file is mapped (MAP_POPULATE: one pass over a file
+  // about to be read whole, with no page fault per 4 KiB) or on first touch (a large pack read
+  // sample by sample).
+  enum class Load { on_touch, now };
+
   // Throws gb::Error (usage) naming the file when it cannot be opened or mapped. An empty file
   // maps to an empty span (mmap of length 0 is not allowed, so nothing is mapped).
-  static MappedFile open(const std::filesystem::path& path);
+  static MappedFile open(const std::filesystem::path& path, Load load = Load::on_touch);
 
   MappedFile() = default;
   MappedFile(MappedFile&& other) noexcept;
@@ -55,4 +60,4 @@ void write_whole_file(const std::filesystem::path& path, std::span<const std::ui
 std::string errno_message(const std::filesystem::path& path, const std::string& what,
                           int errno_value);
 
-}  // namespace gb::data
+}  // namespace gb

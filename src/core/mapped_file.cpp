@@ -1,5 +1,5 @@
-// data/mapped_file.cpp: mmap RAII and pread/write helpers over POSIX file descriptors.
-#include "data/mapped_file.hpp"
+// core/mapped_file.cpp: mmap RAII and pread/write helpers over POSIX file descriptors.
+#include "core/mapped_file.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 
-namespace gb::data {
+namespace gb {
 namespace {
 
 // Closes a descriptor on scope exit.
@@ -54,7 +54,7 @@ std::string errno_message(const std::filesystem::path& path, const std::string& 
   return path.string() + ": " + what + ": " + std::strerror(errno_value);
 }
 
-MappedFile MappedFile::open(const std::filesystem::path& path) {
+MappedFile MappedFile::open(const std::filesystem::path& path, Load load) {
   FdGuard fd(open_read_only(path));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)
@@ -63,7 +63,8 @@ MappedFile MappedFile::open(const std::filesystem::path& path) {
   file.path_ = path;
   file.size_ = static_cast<std::size_t>(st.st_size);
   if (file.size_ == 0) return file;
-  void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  const int flags = MAP_PRIVATE | (load == Load::now ? MAP_POPULATE : 0);
+  void* p = ::mmap(nullptr, file.size_, PROT_READ, flags, fd.get(), 0);
   if (p == MAP_FAILED) {
     file.size_ = 0;
     throw Error(ErrorKind::usage, errno_message(path, "cannot mmap", errno));
@@ -150,4 +151,4 @@ void write_whole_file(const std::filesystem::path& path, std::span<const std::ui
   }
 }
 
-}  // namespace gb::data
+}  // namespace gb
