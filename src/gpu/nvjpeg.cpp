@@ -209,8 +209,10 @@ NvjpegDecoder::NvjpegDecoder(std::shared_ptr<NvjpegLibrary> library, NvjpegBacke
     throw Error(ErrorKind::runtime, "nvJPEG: no decoder backend available (" + refusals + ")");
   if (backend_ != NvjpegBackend::hardware) fallback_reason_ = refusals;
   try {
-    GB_CHECK_NVJPEG(a.state_create(handle_, &batched_state_));
+    for (auto& state : batched_state_) GB_CHECK_NVJPEG(a.state_create(handle_, &state));
   } catch (...) {
+    for (auto& state : batched_state_)
+      if (state) GB_CHECK_NVJPEG_NOTHROW(a.state_destroy(state));
     GB_CHECK_NVJPEG_NOTHROW(a.destroy(handle_));
     throw;
   }
@@ -220,7 +222,8 @@ NvjpegDecoder::~NvjpegDecoder() {
   const auto& a = library_->api();
   if (single_state_) GB_CHECK_NVJPEG_NOTHROW(a.state_destroy(single_state_));
   if (single_handle_) GB_CHECK_NVJPEG_NOTHROW(a.destroy(single_handle_));
-  if (batched_state_) GB_CHECK_NVJPEG_NOTHROW(a.state_destroy(batched_state_));
+  for (auto& state : batched_state_)
+    if (state) GB_CHECK_NVJPEG_NOTHROW(a.state_destroy(state));
   if (handle_) GB_CHECK_NVJPEG_NOTHROW(a.destroy(handle_));
 }
 
@@ -315,8 +318,10 @@ bool NvjpegDecoder::decode_single(const Image& im, cudaStream_t stream, std::str
   return false;
 }
 
-void NvjpegDecoder::decode(std::span<const Image> images, cudaStream_t stream,
-                           DecodeStatus& status) {
+void NvjpegDecoder::decode(std::span<const Image> images, cudaStream_t stream, DecodeStatus& status,
+                           int state) {
+  if (state < 0 || state >= kBatchedStates)
+    throw Error(ErrorKind::runtime, "nvJPEG: no batched state " + std::to_string(state));
   const auto& a = library_->api();
   const std::lock_guard lock(api_mutex_);  // held through the single decodes too
   status.ok.assign(images.size(), 0);
@@ -342,13 +347,14 @@ void NvjpegDecoder::decode(std::span<const Image> images, cudaStream_t stream,
 
   if (!batched_index_.empty()) {
     const int n = static_cast<int>(batched_index_.size());
-    if (n != batched_size_) {
+    api::nvjpegJpegState_t st = batched_state_[state];
+    if (n != batched_size_[state]) {
       // max_cpu_threads: 1 (0 is refused; the hardware backend ignores it).
-      GB_CHECK_NVJPEG(a.batched_initialize(handle_, batched_state_, n, 1, api::NVJPEG_OUTPUT_RGBI));
-      batched_size_ = n;
+      GB_CHECK_NVJPEG(a.batched_initialize(handle_, st, n, 1, api::NVJPEG_OUTPUT_RGBI));
+      batched_size_[state] = n;
     }
-    const int rc = a.decode_batched(handle_, batched_state_, data_.data(), lengths_.data(),
-                                    outputs_.data(), stream);
+    const int rc =
+        a.decode_batched(handle_, st, data_.data(), lengths_.data(), outputs_.data(), stream);
     if (rc == api::NVJPEG_STATUS_SUCCESS) {
       for (const std::size_t i : batched_index_) status.ok[i] = 1;
     } else {
@@ -358,7 +364,7 @@ void NvjpegDecoder::decode(std::span<const Image> images, cudaStream_t stream,
       // One bad image fails the whole call: redo its images one by one to find it. The batched
       // state must be initialised again after a failure (nvJPEG's documentation).
       status.batch_failed = true;
-      batched_size_ = -1;
+      batched_size_[state] = -1;
     }
   }
 

@@ -154,10 +154,21 @@ class NvjpegDecoder {
     std::size_t single_decodes = 0;   // images decoded one by one (unsupported or batch failed)
     bool batch_failed = false;        // the batched call failed and its images were redone
   };
+  // The decoder keeps this many batched-decode states. A state holds nvJPEG's buffers for the
+  // batch decoded with it until that batch is finished on the GPU, and nvJPEG waits inside its
+  // next call on the state for that work (a driver wait that no signal interrupts). With one
+  // state reused batch after batch, that wait sometimes never returned on H100 and H200
+  // (hardware backend, 16 readers; bench/NOTES.md b4). A caller that pipelines batches
+  // alternates states and reuses one only once its previous batch is done (its own,
+  // cancellable wait), so nvJPEG's wait finds nothing to wait for.
+  static constexpr int kBatchedStates = 2;
+
   // Decodes every image, enqueuing the GPU work on `stream` (nvJPEG may block the calling thread
-  // for its host stages). Never throws for bad data: a JPEG nvJPEG rejects is !ok with its
-  // status. Throws gb::Error for CUDA or library failures that are not about the data.
-  void decode(std::span<const Image> images, cudaStream_t stream, DecodeStatus& status);
+  // for its host stages) with batched state `state` (0 .. kBatchedStates - 1). Never throws for
+  // bad data: a JPEG nvJPEG rejects is !ok with its status. Throws gb::Error for CUDA or library
+  // failures that are not about the data.
+  void decode(std::span<const Image> images, cudaStream_t stream, DecodeStatus& status,
+              int state = 0);
 
  private:
   void ensure_single_handle();
@@ -172,8 +183,9 @@ class NvjpegDecoder {
   // batch. The loader's readers no longer call nvJPEG, so in a loader run only the consumer's
   // decode takes it, uncontended.
   mutable std::mutex api_mutex_;
-  nvjpeg_api::nvjpegJpegState_t batched_state_ = nullptr;
-  int batched_size_ = -1;  // the size nvjpegDecodeBatchedInitialize was last called with
+  nvjpeg_api::nvjpegJpegState_t batched_state_[kBatchedStates] = {};
+  // Per state, the size nvjpegDecodeBatchedInitialize was last called with.
+  int batched_size_[kBatchedStates] = {-1, -1};
   // Single-image decodes: the DEFAULT backend, made on first need.
   nvjpeg_api::nvjpegHandle_t single_handle_ = nullptr;
   nvjpeg_api::nvjpegJpegState_t single_state_ = nullptr;

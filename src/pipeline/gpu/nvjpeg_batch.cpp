@@ -144,7 +144,7 @@ void NvjpegBatchStage::enqueue_decode(const data::Batch& b, int a, Submitted& s)
   }
   s.begin.record(stream_.get());
   const auto h0 = Clock::now();
-  if (!images_.empty()) decoder_.decode(images_, stream_.get(), gpu_status_);
+  if (!images_.empty()) decoder_.decode(images_, stream_.get(), gpu_status_, a);
   s.decode_host_s = std::chrono::duration<double>(Clock::now() - h0).count();
   status_.ok.assign(n, 1);
   status_.reason.assign(n, std::string());
@@ -208,11 +208,14 @@ NvjpegBatchStage::Submitted NvjpegBatchStage::submit(const data::Batch& b, cudaS
   Submitted s{b, gpu::Event::create(), gpu::Event::create(), gpu::Event::create(),
               gpu::Event::create()};
   lay_out(b, a);
-  // Arena a, its items and labels are rewritten only once the consumer has read them. The
-  // hardware backend's batched decode writes its outputs when called, without waiting for the
-  // work queued before it on the stream, so there the host waits (a batch ago: mostly done).
-  if (used_[a] && decoder_.backend() == gpu::NvjpegBackend::hardware) wait_event(consumed_[a]);
-  if (used_[a]) GB_CHECK_CUDA(cudaStreamWaitEvent(stream_.get(), consumed_[a].get(), 0));
+  // Arena a, its items and labels are rewritten, and nvJPEG's batched state a reused, only once
+  // the consumer has read them. The host waits for that (two batches ago: mostly done), with a
+  // wait Ctrl-C ends: the hardware backend's batched decode writes its outputs when called,
+  // without waiting for the work queued before it on the stream, and nvJPEG's own wait for a
+  // state's previous batch (gpu/nvjpeg.hpp, kBatchedStates) is one no signal interrupts, so it
+  // must find that batch done.
+  static_assert(gpu::NvjpegDecoder::kBatchedStates == 2, "one nvJPEG state per arena");
+  if (used_[a]) wait_event(consumed_[a]);
   used_[a] = true;
   enqueue_decode(b, a, s);
   fill_items(b, a, s);
