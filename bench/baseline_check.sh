@@ -181,6 +181,8 @@ if inf:
         line = (f"| inference {p} b{row['batch']} | {fmt(r)} | classic+sync {row['classic_sync_images_per_s']:,.0f},"
                 f" no sync {row['classic_nosync_images_per_s']:,.0f} ({row['nosync_inflation']:.2f}x inflated),"
                 f" events {row['events_images_per_s']:,.0f}")
+        if p == "fp32-default":
+            line += "; PyTorch's default FP32 runs its convolutions in TF32: no gpubase counterpart"
         if ours:
             line += f"; ours / classic+sync = {ours / row['classic_sync_images_per_s']:.2f}x (target >= 1.0)"
         print(line + " | bench/infer_vs_torch.py |")

@@ -8,7 +8,11 @@ kernels, not how fast the GPU runs them: the figure comes out inflated. With the
 it is right (for eager PyTorch); CUDA events around the same loop give the GPU's own time.
 
 Per precision (FP32, FP16 and BF16 through autocast; eval mode, channels_last, no_grad, batch
-64, random input, 10 warm-up passes first), three figures in images/s:
+64, random input, 10 warm-up passes first), three figures in images/s. "fp32" is strict FP32
+(TF32 off for cuDNN and matmul), as gpubase's FP32 is; "fp32-default" is what the classic
+script gets with PyTorch's defaults, whose convolutions run in TF32
+(torch.backends.cudnn.allow_tf32 is True by default), so it is not an FP32 figure and has no
+gpubase counterpart:
   classic_nosync  100 passes, time.time() before and after, no synchronize (the mistake)
   classic_sync    the same with torch.cuda.synchronize() before each clock read
   events          CUDA events around 100 passes
@@ -32,8 +36,12 @@ def forward_loop(model, x, iters, dtype):
 
 
 def measure(precision, batch, iters):
-    dtype = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+    dtype = {"fp32": None, "fp32-default": None, "fp16": torch.float16,
+             "bf16": torch.bfloat16}[precision]
     torch.backends.cudnn.benchmark = True
+    # PyTorch's defaults: TF32 convolutions on, TF32 matmul off. Strict FP32 turns both off.
+    torch.backends.cudnn.allow_tf32 = precision != "fp32"
+    torch.backends.cuda.matmul.allow_tf32 = False
     model = torchvision.models.resnet50().cuda().eval().to(memory_format=torch.channels_last)
     x = torch.randn(batch, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
     # Check before timing: the output is finite.
@@ -79,7 +87,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--iters", type=int, default=100)
-    ap.add_argument("--precisions", default="fp32,fp16,bf16")
+    ap.add_argument("--precisions", default="fp32,fp32-default,fp16,bf16")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -89,7 +97,7 @@ def main():
     for p in args.precisions.split(","):
         row = measure(p, args.batch, args.iters)
         rows.append(row)
-        print(f"{p:5s} b{args.batch}: events {row['events_images_per_s']:8.0f} img/s, "
+        print(f"{p:12s} b{args.batch}: events {row['events_images_per_s']:8.0f} img/s, "
               f"classic+sync {row['classic_sync_images_per_s']:8.0f}, "
               f"classic no sync {row['classic_nosync_images_per_s']:8.0f} "
               f"({row['nosync_inflation']:.2f}x inflated)", flush=True)
