@@ -1,7 +1,7 @@
 // bench/train.cpp: see train.hpp. Validation, keys, the PyTorch figures, the summary of a
 // measurement into Results and the orchestration; the measuring is bench/gpu/train_run.cpp.
-#include "core/format.hpp"
 #include "bench/train.hpp"
+#include "core/format.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -29,7 +29,9 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-double gib(std::size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+double gib(std::size_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0);
+}
 
 // " BF16" -> "bf16": names are matched without case and surrounding blanks.
 std::string normalized(std::string name) {
@@ -105,7 +107,8 @@ Result failed_result(const TrainMeasurement& m, const std::string& reason) {
 std::string non_finite_loss_reason(const TrainMeasurement& m, float loss) {
   std::string why = "the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
                     " after " + std::to_string(m.warmup) + " warm-up and " +
-                    std::to_string(m.step_ms.size()) + " timed steps: a diverged or broken step "
+                    std::to_string(m.step_ms.size()) +
+                    " timed steps: a diverged or broken step "
                     "is not a training speed";
   if (m.first_loss) why += " (first loss " + fixed(*m.first_loss, 3) + ")";
   return why;
@@ -151,9 +154,10 @@ std::vector<TrainConfig> train_configs(const TrainBenchOptions& o) {
   if (!o.data.empty()) {
     for (const std::string& m : models)
       if (m == "small_resnet")
-        throw Error(ErrorKind::usage, "--data feeds JPEG images at 224x224 to resnet50 and "
-                                      "mobilenet_v2; small_resnet trains on Fashion-MNIST in "
-                                      "`gpubase amp`");
+        throw Error(ErrorKind::usage,
+                    "--data feeds JPEG images at 224x224 to resnet50 and "
+                    "mobilenet_v2; small_resnet trains on Fashion-MNIST in "
+                    "`gpubase amp`");
     if (o.data_prefetch < 2 || o.data_prefetch > 64)
       throw Error(ErrorKind::usage, "--prefetch: give 2 .. 64 batches");
     std::error_code ec;
@@ -208,6 +212,17 @@ std::optional<double> train_data_wait_pct(const TrainMeasurement& m) {
   return std::clamp(100.0 * (1.0 - busy / wall), 0.0, 100.0);
 }
 
+std::string phases_text(const std::vector<TrainMeasurement::Phase>& phases) {
+  std::string out;
+  for (const TrainMeasurement::Phase& ph : phases) {
+    std::string name = ph.name;
+    std::replace(name.begin(), name.end(), '_', ' ');
+    if (name == "warmup") name = "warm-up";
+    out += (out.empty() ? "" : ", ") + name + " " + fixed(ph.seconds, 1) + " s";
+  }
+  return out;
+}
+
 namespace {
 
 // <cfg>.images_per_s of a configuration that timed its steps.
@@ -241,6 +256,8 @@ Result images_result(const TrainMeasurement& m, double median_ms) {
     feed_params(ips, m);
     ips.param("bad_samples", static_cast<double>(m.bad_samples), "", 0);
   }
+  for (const TrainMeasurement::Phase& ph : m.phases)
+    ips.param("phase_" + ph.name + "_s", ph.seconds, "s", 1);
   if (m.loss_scale && m.skipped_steps > 0)
     ips.reason = std::to_string(m.skipped_steps) + " of the " + std::to_string(m.step_ms.size()) +
                  " timed steps skipped their update (FP16 gradients overflowed at loss scale " +
@@ -253,10 +270,11 @@ Result memory_result(const TrainMeasurement& m) {
   Result mem = Result::measured(train_key(c, "memory_gib"), "device memory " + config_label(c),
                                 "GiB", {gib(m.trainer_bytes)}, /*higher_is_better=*/false);
   config_params(mem, c);
-  mem.param("source", "Trainer::device_bytes(): weights, gradients, optimizer state, "
-                      "activations and workspaces the engine allocated; device_memory_used_gib: "
-                      "cudaMemGetInfo before building the model and after the timed steps (also "
-                      "library workspaces and graph memory)");
+  mem.param("source",
+            "Trainer::device_bytes(): weights, gradients, optimizer state, "
+            "activations and workspaces the engine allocated; device_memory_used_gib: "
+            "cudaMemGetInfo before building the model and after the timed steps (also "
+            "library workspaces and graph memory)");
   if (m.used_bytes) mem.param("device_memory_used_gib", gib(*m.used_bytes), "GiB", 2);
   if (m.total_bytes) mem.param("device_memory_total_gib", gib(*m.total_bytes), "GiB", 1);
   return mem;
@@ -400,9 +418,9 @@ std::string progress_text(const TrainMeasurement& m, const std::vector<Result>& 
 }  // namespace
 
 std::span<const SectionRule> train_section_rules(bool fed_by_loader) {
-  static constexpr SectionRule kSynthetic[] = {
-      {"train.", "train", "Training throughput (synthetic batch on the GPU)",
-       Layout::configurations}};
+  static constexpr SectionRule kSynthetic[] = {{"train.", "train",
+                                                "Training throughput (synthetic batch on the GPU)",
+                                                Layout::configurations}};
   static constexpr SectionRule kFed[] = {
       {"train.", "train", "Training throughput (fed by the loader)", Layout::configurations}};
   if (fed_by_loader) return kFed;

@@ -109,32 +109,31 @@ std::string train_key(const TrainConfig& c, std::string_view figure);
 std::string train_model_title(std::string_view model);
 std::string train_precision_title(std::string_view precision);
 
-
 // What one configuration measured (bench/gpu/train_run.cpp fills it; tests build it by hand).
 struct TrainMeasurement {
   TrainConfig config;
   int warmup = 0;
   int steps_asked = 0;
-  std::vector<double> step_ms;  // one per timed step that ran
+  std::vector<double> step_ms;      // one per timed step that ran
   std::optional<float> first_loss;  // after the first warm-up step
   std::optional<float> final_loss;  // after the last timed step
   std::size_t parameter_count = 0;
-  std::size_t trainer_bytes = 0;       // Trainer::device_bytes(): what the engine allocated
+  std::size_t trainer_bytes = 0;           // Trainer::device_bytes(): what the engine allocated
   std::optional<std::size_t> used_bytes;   // cudaMemGetInfo: device memory gone while it ran
   std::optional<std::size_t> total_bytes;  // cudaMemGetInfo: the device's memory
-  std::string input_layout;            // "NHWC bf16"
+  std::string input_layout;                // "NHWC bf16"
   // FP16: loss-scaler state over the timed steps.
   std::optional<float> loss_scale;
   std::size_t skipped_steps = 0;
   std::optional<Telemetry> telemetry;  // NVML over the timed steps
-  std::string error;       // the engine's message (out of memory, ...): a failed configuration
+  std::string error;         // the engine's message (out of memory, ...): a failed configuration
   bool interrupted = false;  // Ctrl-C during the timed steps: step_ms holds those that ran
   // Fed by the loader (TrainBenchOptions::data): the GPU time of each timed step alone (events
   // right around it; step_ms also holds any wait for data), and what fed it.
   std::vector<double> gpu_step_ms;
-  std::string data_source;       // "ImageFolder /data/train (1,281,167 samples), CPU decode, ..."
-  std::size_t bad_samples = 0;   // substituted by the loader during the run
-  std::string data_decode;       // "cpu", "gpu", "both"; empty: the synthetic batch
+  std::string data_source;      // "ImageFolder /data/train (1,281,167 samples), CPU decode, ..."
+  std::size_t bad_samples = 0;  // substituted by the loader during the run
+  std::string data_decode;      // "cpu", "gpu", "both"; empty: the synthetic batch
   std::optional<double> data_gpu_share;  // both: the share of samples sent to nvJPEG
   std::string data_gpu_share_source;     // "asked", or the two rates it was balanced from
   std::string data_nvjpeg_backend;       // gpu, both: "hardware", ...
@@ -145,7 +144,18 @@ struct TrainMeasurement {
   // The input pipeline could not run here (no libnvjpeg for gpu or both): the configuration
   // is skipped with this reason.
   std::string skipped_reason;
+  // Where the configuration's wall time went, in order: "build" (the engine and, with --data,
+  // the input pipeline), "model_alone" (pick_feed), "feed_start", "warmup" (the CUDA graph is
+  // captured here), "timed". Only the phases that ran.
+  struct Phase {
+    std::string name;
+    double seconds = 0;
+  };
+  std::vector<Phase> phases;
 };
+
+// "build 6.1 s, warm-up 12.0 s, timed 8.0 s": the phases as a progress line shows them.
+std::string phases_text(const std::vector<TrainMeasurement::Phase>& phases);
 
 // Share of the timed wall time (GPU timeline) the GPU spent waiting for data: 1 - sum of the
 // steps' own GPU time / sum of the step intervals, in %; empty without gpu_step_ms.
@@ -153,7 +163,8 @@ std::optional<double> train_data_wait_pct(const TrainMeasurement& m);
 
 // The results of one configuration:
 //   <cfg>.images_per_s  batch / step time per step, value = batch / median step (main figure;
-//                       params model, precision, batch, graph, steps, warm-up, loss, memory...;
+//                       params model, precision, batch, graph, steps, warm-up, loss, memory,
+//                       phase_<name>_s per phase...;
 //                       the telemetry; the PyTorch figure as a "pytorch" reference on an H200)
 //   <cfg>.step_ms       step times (lower is better)
 //   <cfg>.memory_gib    device memory the trainer allocated (lower is better)

@@ -166,6 +166,25 @@ TEST(TrainResults, FedByTheLoaderAddsTheDataWaitShareAndDropsTheTorchRatio) {
   EXPECT_TRUE(ips->references.empty());
 }
 
+TEST(TrainResults, WhereTheTimeWentIsAParamPerPhaseAndOneProgressLine) {
+  TrainMeasurement m = h200_bf16();
+  m.phases = {{"build", 6.14},
+              {"model_alone", 2.0},
+              {"feed_start", 9.3},
+              {"warmup", 12.04},
+              {"timed", 8.0}};
+  const auto results = train_results(m);
+  const Result* ips = find(results, "train.resnet50.bf16.b256.images_per_s");
+  ASSERT_TRUE(ips);
+  EXPECT_EQ(ips->number_param("phase_build_s"), 6.14);
+  EXPECT_EQ(ips->number_param("phase_model_alone_s"), 2.0);
+  EXPECT_EQ(ips->number_param("phase_warmup_s"), 12.04);
+  EXPECT_EQ(ips->number_param("phase_timed_s"), 8.0);
+  EXPECT_EQ(phases_text(m.phases),
+            "build 6.1 s, model alone 2.0 s, feed start 9.3 s, warm-up 12.0 s, timed 8.0 s");
+  EXPECT_EQ(phases_text({}), "");
+}
+
 TEST(TrainOptions, DataFeedsOnlyThe224ModelsFromAPathThatExists) {
   TrainBenchOptions o;
   o.data = std::filesystem::temp_directory_path().string();
@@ -299,8 +318,9 @@ TEST(TrainResults, AnInfiniteLossFailsToo) {
 TEST(TrainResults, AnEngineErrorFailsTheConfigurationWithItsMessage) {
   TrainMeasurement m;
   m.config = {"resnet50", "fp32", 4096, false};
-  m.error = "out of memory: ResNet-50 fp32 at batch 4096 needs 301.2 GiB, the device has 139.8 "
-            "GiB free; batch 1536 fits";
+  m.error =
+      "out of memory: ResNet-50 fp32 at batch 4096 needs 301.2 GiB, the device has 139.8 "
+      "GiB free; batch 1536 fits";
   const auto results = train_results(m);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].status, Status::fail);

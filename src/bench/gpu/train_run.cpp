@@ -88,8 +88,7 @@ class LoaderFeed {
                    std::uint64_t seed) {
     const std::size_t elements =
         batch * static_cast<std::size_t>(in.channels) * in.height * in.width;
-    nn::fill_normal(images_.data(), elements, trainer.input_format().dtype, seed,
-                    trainer.stream());
+    nn::fill_normal(images_.data(), elements, trainer.input_format().dtype, seed, trainer.stream());
     nn::fill_labels(labels_.as<std::int32_t>(), batch, in.classes, seed, trainer.stream());
   }
   void step_without_data(nn::Trainer& trainer) {
@@ -312,8 +311,17 @@ bool pick_feed_from_model(LoaderFeed& feed, nn::Trainer& trainer, const nn::Inpu
   return true;
 }
 
+// Adds the phase from `since` to now to m.phases and restarts the clock.
+void end_phase(const char* name, std::chrono::steady_clock::time_point& since,
+               TrainMeasurement& m) {
+  const auto now = std::chrono::steady_clock::now();
+  m.phases.push_back({name, std::chrono::duration<double>(now - since).count()});
+  since = now;
+}
+
 void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceContext& ctx,
                 ResultSink& sink, TrainMeasurement& m) {
+  auto phase_start = std::chrono::steady_clock::now();
   const nn::TrainerOptions to = trainer_options(c, o);
   std::size_t total = 0;
   const std::optional<std::size_t> used_before = device_used_now(&total);
@@ -326,12 +334,18 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
     trainer.make_synthetic_batch(o.seed + 1);
   } else {
     feed = make_feed(o, c, trainer, to.input, m);
-    if (o.pick_feed && !pick_feed_from_model(*feed, trainer, to.input, fed, sink, m)) {
-      m.interrupted = true;  // Ctrl-C while the model ran alone
-      return;
+    end_phase("build", phase_start, m);
+    if (o.pick_feed) {
+      if (!pick_feed_from_model(*feed, trainer, to.input, fed, sink, m)) {
+        m.interrupted = true;  // Ctrl-C while the model ran alone
+        return;
+      }
+      end_phase("model_alone", phase_start, m);
     }
     if (!start_feed(*feed, fed, c, trainer, to.input, sink, m)) return;  // skipped, with why
+    end_phase("feed_start", phase_start, m);
   }
+  if (!feed) end_phase("build", phase_start, m);
   sink.progress("  built: " + std::to_string(m.parameter_count) + " parameters, input " +
                 m.input_layout + (feed ? " from " + m.data_source : std::string()) +
                 "; warming up");
@@ -341,8 +355,11 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
     return true;
   };
   if (!warm_up(step, trainer, o.warmup, m)) return;
+  end_phase("warmup", phase_start, m);
   const std::size_t skipped_before = trainer.scaler_stats().skipped;
   timed_steps(step, trainer.stream(), o.steps, o.max_timed_s, feed != nullptr, ctx, m);
+  end_phase("timed", phase_start, m);
+  sink.progress("  where the time went: " + phases_text(m.phases));
   if (feed) {
     const pipeline::PipelineStats st = feed->pipeline()->stats();
     m.bad_samples = st.loader.bad_samples;
