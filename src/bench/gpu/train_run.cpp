@@ -334,7 +334,9 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
     trainer.make_synthetic_batch(o.seed + 1);
   } else {
     feed = make_feed(o, c, trainer, to.input, m);
-    end_phase("build", phase_start, m);
+  }
+  end_phase("build", phase_start, m);
+  if (feed) {
     if (o.pick_feed) {
       if (!pick_feed_from_model(*feed, trainer, to.input, fed, sink, m)) {
         m.interrupted = true;  // Ctrl-C while the model ran alone
@@ -345,7 +347,6 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
     if (!start_feed(*feed, fed, c, trainer, to.input, sink, m)) return;  // skipped, with why
     end_phase("feed_start", phase_start, m);
   }
-  if (!feed) end_phase("build", phase_start, m);
   sink.progress("  built: " + std::to_string(m.parameter_count) + " parameters, input " +
                 m.input_layout + (feed ? " from " + m.data_source : std::string()) +
                 "; warming up");
