@@ -11,6 +11,7 @@
 #include "core/device_index.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "core/thread_name.hpp"
 
 namespace gb::bench {
 
@@ -60,6 +61,7 @@ std::vector<ProbeOutcome> run_probe_concurrently(const ProbeOptions& options,
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     threads.emplace_back([&, i] {
+      name_this_thread("gb-device " + std::to_string(devices[i]));
       try {
         ProbeOptions o = options;
         o.device = devices[i];

@@ -55,6 +55,7 @@
 #include "sys/nvml.hpp"
 #include "watch/background.hpp"
 #include "watch/watch.hpp"
+#include "core/thread_name.hpp"
 
 namespace gb::cli {
 
@@ -126,7 +127,11 @@ class StageProgress {
     const char* term = std::getenv("TERM");
     bar_ = with_bar && !out.quiet && ::isatty(STDERR_FILENO) && term &&
            std::string(term) != "dumb";
-    if (bar_) thread_ = std::thread([this] { tick(); });
+    if (bar_)
+      thread_ = std::thread([this] {
+        name_this_thread("gb-progress");
+        tick();
+      });
   }
   ~StageProgress() {
     stop_ = true;

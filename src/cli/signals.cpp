@@ -19,6 +19,7 @@
 #include "core/stop_now.hpp"
 #include "core/error.hpp"
 #include "sys/child_process.hpp"
+#include "core/thread_name.hpp"
 
 namespace gb::cli {
 
@@ -65,6 +66,7 @@ extern "C" void on_signal(int sig, siginfo_t* info, void*) {
 // Waits for a first signal, then for the timeout or a second signal; then, if the command is
 // still stopping (the flag not reset by its end), reports and exits.
 void watchdog() {
+  name_this_thread("gb-watchdog");
   for (;;) {
     while (sem_wait(&g_wake) != 0) {
     }

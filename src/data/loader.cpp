@@ -50,6 +50,7 @@
 
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "core/thread_name.hpp"
 
 namespace gb::data {
 
@@ -589,7 +590,10 @@ Loader::Loader(const Dataset& dataset, LoaderOptions options, ProcessFn process,
   try {
     m.allocate_slots();
     for (unsigned w = 0; w < m.options.workers; ++w) {
-      m.threads.emplace_back([&m, w] { m.worker_main(w); });
+      m.threads.emplace_back([&m, w] {
+        name_this_thread("gb-load " + std::to_string(w));
+        m.worker_main(w);
+      });
     }
   } catch (...) {
     stop();

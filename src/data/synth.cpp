@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/mapped_file.hpp"
 #include "data/tar.hpp"
+#include "core/thread_name.hpp"
 
 namespace gb::data {
 namespace {
@@ -365,7 +366,11 @@ SynthSummary synth_dataset(const SynthOptions& options, const Progress& progress
   unsigned threads = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
   threads = static_cast<unsigned>(std::clamp<std::size_t>(threads, 1, units));
   std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&worker, t] {
+      name_this_thread("gb-synth " + std::to_string(t));
+      worker();
+    });
   // The calling thread only reports progress. A progress callback that throws (Ctrl-C) stops the
   // workers after their current image; they are joined before the exception goes on.
   try {

@@ -25,6 +25,7 @@
 #include "core/format.hpp"
 #include "core/mapped_file.hpp"
 #include "sys/nvml.hpp"
+#include "core/thread_name.hpp"
 
 namespace gb::fleet {
 
@@ -220,7 +221,11 @@ MergeReport merge_files(const std::vector<std::filesystem::path>& files,
     }
   };
   std::vector<std::thread> threads;
-  for (int w = 1; w < jobs; ++w) threads.emplace_back(work, w);
+  for (int w = 1; w < jobs; ++w)
+    threads.emplace_back([&work, w] {
+      name_this_thread("gb-merge " + std::to_string(w));
+      work(w);
+    });
   work(0);
   for (auto& t : threads) t.join();
   throw_if_cancelled();

@@ -18,6 +18,7 @@
 
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "core/thread_name.hpp"
 
 namespace gb::sys {
 
@@ -242,7 +243,10 @@ HttpServer::HttpServer(const ListenAddress& address, HttpHandler handler)
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len);
   address_ = sockaddr_text(bound, port_);
   running_ = true;
-  thread_ = std::thread([this] { serve(); });
+  thread_ = std::thread([this] {
+    name_this_thread("gb-http");
+    serve();
+  });
 }
 
 HttpServer::~HttpServer() { stop(); }

@@ -4,6 +4,7 @@
 // Napkin math: one sample is ~10 NVML calls of a few microseconds each on a live driver, so the
 // default 20 ms interval costs well under 1 % of one CPU core and yields 50 samples per second.
 #include "sys/telemetry.hpp"
+#include "core/thread_name.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -107,7 +108,10 @@ void TelemetrySampler::start() {
   }
   if (!device_) return;
   running_ = true;
-  thread_ = std::thread(&TelemetrySampler::loop, this);
+  thread_ = std::thread([this] {
+    name_this_thread("gb-telemetry");
+    loop();
+  });
 }
 
 Telemetry TelemetrySampler::stop() {

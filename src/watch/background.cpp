@@ -9,6 +9,7 @@
 #include "sys/nvml.hpp"
 #include "watch/sampler.hpp"
 #include "watch/summary.hpp"
+#include "core/thread_name.hpp"
 
 namespace gb::watch {
 
@@ -50,6 +51,7 @@ void BackgroundWatch::start() {
   state_->sampler->start(0.0);
   stop_ = false;
   thread_ = std::thread([this] {
+    name_this_thread("gb-watch");
     State& st = *state_;
     auto now_s = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - st.t0).count();

@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "watch/steady_window.hpp"
+#include "core/thread_name.hpp"
 
 namespace gb::watch {
 
@@ -239,7 +240,10 @@ CudaMonitor::~CudaMonitor() {
 
 void CudaMonitor::start() {
   if (thread_.joinable()) return;
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("gb-cuda-watch");
+    run();
+  });
 }
 
 void CudaMonitor::set_tree(const std::vector<int>& pids) {

@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <set>
@@ -876,6 +878,33 @@ TEST(LoaderLookAhead, MemoryStaysConstantAcrossEpochs) {
     EXPECT_EQ(now.index_bytes, index_bytes) << "epoch " << e;
     EXPECT_LE(now.scratch_bytes, 3u * 2 * 9) << "epoch " << e;
   }
+}
+
+// `top -H` and watch name the loader's threads: one "gb-load N" per worker.
+std::set<std::string> thread_names() {
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(e.path() / "comm");
+    std::string name;
+    std::getline(in, name);
+    names.insert(name);
+  }
+  return names;
+}
+
+TEST(LoaderThreads, EachWorkerIsNamed) {
+  MemoryDataset ds(50);
+  Loader loader(ds, small_options(3), write_sample);
+  const std::set<std::string> want = {"gb-load 0", "gb-load 1", "gb-load 2"};
+  auto all_named = [&] {
+    const auto names = thread_names();
+    return std::all_of(want.begin(), want.end(), [&](const std::string& w) { return names.count(w); });
+  };
+  // A worker names itself as it starts.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!all_named() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(all_named());
 }
 
 }  // namespace
