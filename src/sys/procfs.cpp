@@ -1,5 +1,6 @@
 // sys/procfs.cpp: parsers and readers for /proc/stat, /proc/meminfo, /proc/loadavg,
-// /proc/uptime and /proc/<pid>/{stat,status}; see procfs.hpp. Field layouts are proc(5)'s.
+// /proc/uptime, /proc/<pid>/{stat,status} and /proc/<pid>/task/<tid>/stat; see procfs.hpp.
+// Field layouts are proc(5)'s.
 #include "sys/text_parse.hpp"
 #include "sys/procfs.hpp"
 
@@ -293,6 +294,36 @@ std::vector<ProcessUsage> processes_usage_between(const std::map<int, ProcessSam
   return out;
 }
 
+// ---- /proc/<pid>/task/<tid>/stat --------------------------------------------------------
+
+std::optional<ThreadSample> parse_task_stat(std::string_view task_stat_text) {
+  const auto stat = parse_pid_stat(task_stat_text);
+  if (!stat) return std::nullopt;
+  return ThreadSample{stat->pid, stat->comm, stat->utime_ticks + stat->stime_ticks,
+                      stat->starttime_ticks};
+}
+
+std::vector<ThreadUsage> threads_usage_between(const std::map<int, ThreadSample>& earlier,
+                                               const std::map<int, ThreadSample>& later,
+                                               double interval_s, long clk_tck) {
+  std::vector<ThreadUsage> out;
+  out.reserve(later.size());
+  for (const auto& [tid, b] : later) {
+    ThreadUsage u;
+    u.tid = tid;
+    u.comm = b.comm;
+    const auto a = earlier.find(tid);
+    // The same tid with another start time is a new thread: differencing would mix two.
+    u.started = a == earlier.end() || a->second.starttime_ticks != b.starttime_ticks;
+    if (!u.started && clk_tck > 0) {
+      if (const auto ticks = rate(a->second.cpu_ticks, b.cpu_ticks, interval_s))
+        u.cpu_pct = *ticks / static_cast<double>(clk_tck) * 100.0;
+    }
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
 // ---- thin readers -----------------------------------------------------------------------
 
 std::optional<CpuTimes> read_proc_stat(const std::string& proc_root) {
@@ -365,6 +396,32 @@ std::map<int, ProcessSample> read_processes(const std::vector<int>& pids,
     if (auto s = read_process(pid, proc_root)) samples.emplace(pid, std::move(*s));
   }
   return samples;
+}
+
+std::vector<int> list_threads(int pid, const std::string& proc_root, std::size_t max_threads) {
+  const std::string task = proc_root + "/" + std::to_string(pid) + "/task";
+  DIR* dir = opendir(task.c_str());
+  if (!dir) return {};
+  std::vector<int> tids;
+  while (const dirent* entry = readdir(dir)) {
+    if (tids.size() >= max_threads) break;
+    if (const auto tid = parse_number<int>(entry->d_name)) tids.push_back(*tid);
+  }
+  closedir(dir);
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+std::map<int, ThreadSample> read_threads(int pid, const std::string& proc_root,
+                                         std::size_t max_threads) {
+  std::map<int, ThreadSample> threads;
+  const std::string task = proc_root + "/" + std::to_string(pid) + "/task/";
+  for (const int tid : list_threads(pid, proc_root, max_threads)) {
+    const auto text = read_text_file(task + std::to_string(tid) + "/stat");
+    if (!text) continue;  // exited while we listed
+    if (auto t = parse_task_stat(*text)) threads.emplace(tid, std::move(*t));
+  }
+  return threads;
 }
 
 }  // namespace gb::sys

@@ -1,6 +1,7 @@
 // sys/procfs.hpp: CPU-side samplers for `gpubase watch` (the htop / perf stat part): host CPU
 // time per core from /proc/stat, memory from /proc/meminfo, and the CPU time, context switches,
-// threads and RSS of a process tree from /proc/<pid>/{stat,status}.
+// threads and RSS of a process tree from /proc/<pid>/{stat,status}, and the CPU time of each of
+// its threads from /proc/<pid>/task/<tid>/stat.
 //
 // The house pattern: pure parsers over a file's text (tested against files captured from a real
 // machine, tests/fixtures/proc/watch) and thin readers that take the /proc root, so a test can
@@ -141,6 +142,36 @@ std::vector<ProcessUsage> processes_usage_between(const std::map<int, ProcessSam
                                                   double interval_s, long clk_tck,
                                                   std::uint64_t page_size_bytes = 4096);
 
+// ---- /proc/<pid>/task/<tid>/stat --------------------------------------------------------
+
+// One thread at one moment. A task's stat file has /proc/<pid>/stat's layout, but its comm,
+// utime, stime and starttime are the thread's own (its "pid" field is the tid).
+struct ThreadSample {
+  int tid = 0;
+  std::string comm;                   // the thread's name, e.g. "pt_main_thread", "gb-load 3"
+  std::uint64_t cpu_ticks = 0;        // utime + stime
+  std::uint64_t starttime_ticks = 0;  // since boot; tells a reused tid from the same thread
+};
+// Empty when the text is not a stat line (parse_pid_stat's rules: comm ends at the last ')').
+std::optional<ThreadSample> parse_task_stat(std::string_view task_stat_text);
+
+// A thread over an interval: those of the later sample, in tid order. A thread not in the
+// earlier sample, or whose tid was reused (starttime changed), has no baseline: started = true
+// and no cpu_pct. A thread that exited is left out: its time has no live thread to name.
+struct ThreadUsage {
+  int tid = 0;
+  std::string comm;
+  bool started = false;
+  std::optional<double> cpu_pct;  // 100 = one core; needs interval_s > 0 and clk_tck > 0
+};
+std::vector<ThreadUsage> threads_usage_between(const std::map<int, ThreadSample>& earlier,
+                                               const std::map<int, ThreadSample>& later,
+                                               double interval_s, long clk_tck);
+
+// Threads read per process at most: one stat file each, every interval, so a job with tens of
+// thousands of threads must not make a sample slow. Beyond it the rest go unread (readdir order).
+inline constexpr std::size_t kMaxThreadsPerProcess = 4096;
+
 // ---- thin readers over a /proc tree -----------------------------------------------------
 
 std::optional<CpuTimes> read_proc_stat(const std::string& proc_root = "/proc");
@@ -153,5 +184,11 @@ std::optional<ProcessSample> read_process(int pid, const std::string& proc_root 
 // read_process for each pid; the pids that vanished are absent from the map.
 std::map<int, ProcessSample> read_processes(const std::vector<int>& pids,
                                             const std::string& proc_root = "/proc");
+// The tids of <proc_root>/<pid>/task, ascending, at most max_threads; empty when it is gone.
+std::vector<int> list_threads(int pid, const std::string& proc_root = "/proc",
+                              std::size_t max_threads = kMaxThreadsPerProcess);
+// Each listed thread's task stat, by tid; threads that exited meanwhile are absent.
+std::map<int, ThreadSample> read_threads(int pid, const std::string& proc_root = "/proc",
+                                         std::size_t max_threads = kMaxThreadsPerProcess);
 
 }  // namespace gb::sys

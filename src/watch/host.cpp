@@ -121,6 +121,24 @@ JobInterval job_between(const std::map<int, sys::ProcessSample>& a,
   return j;
 }
 
+// The raw task stats of one process (at most sys::kMaxThreadsPerProcess), by tid.
+std::map<int, std::string> read_task_stats(const std::string& proc_root, int pid) {
+  std::map<int, std::string> tasks;
+  const std::string task = proc_root + "/" + std::to_string(pid) + "/task/";
+  for (const int tid : sys::list_threads(pid, proc_root)) {
+    std::string text = read_or_empty(task + std::to_string(tid) + "/stat");
+    if (!text.empty()) tasks.emplace(tid, std::move(text));  // empty: exited while we listed
+  }
+  return tasks;
+}
+
+std::map<int, sys::ThreadSample> parse_task_stats(const std::map<int, std::string>& tasks) {
+  std::map<int, sys::ThreadSample> threads;
+  for (const auto& [tid, text] : tasks)
+    if (auto t = sys::parse_task_stat(text)) threads.emplace(tid, std::move(*t));
+  return threads;
+}
+
 DiskInterval disk_between(const sys::DiskStats& a, const sys::DiskStats& b, double interval_s) {
   DiskInterval d;
   double read_kb = 0, write_kb = 0, reads = 0, writes = 0;
@@ -177,7 +195,9 @@ HostFiles HostReader::read(double now_s) {
   for (const int pid : tree_) {
     const std::string dir = root_ + "/" + std::to_string(pid);
     ProcessFiles p{read_or_empty(dir + "/stat"), read_or_empty(dir + "/status")};
-    if (!p.stat.empty()) f.processes.emplace(pid, std::move(p));
+    if (p.stat.empty()) continue;  // exited
+    p.tasks = read_task_stats(root_, pid);
+    f.processes.emplace(pid, std::move(p));
   }
   f.meminfo = read_or_empty(root_ + "/meminfo");
   f.diskstats = read_or_empty(root_ + "/diskstats");
@@ -194,8 +214,28 @@ HostSnapshot parse_host_files(const HostFiles& files) {
     const auto stat = sys::parse_pid_stat(p.stat);
     if (!stat) continue;
     s.processes.emplace(pid, sys::ProcessSample{*stat, sys::parse_pid_status(p.status)});
+    // A capture from before threads were read has no task files: no thread figures then.
+    if (auto threads = parse_task_stats(p.tasks); !threads.empty())
+      s.threads.emplace(pid, std::move(threads));
   }
   return s;
+}
+
+std::optional<ThreadInterval> busiest_thread(const HostSnapshot& earlier,
+                                             const HostSnapshot& later, double interval_s,
+                                             long clk_tck) {
+  std::optional<ThreadInterval> best;
+  for (const auto& [pid, threads] : later.threads) {
+    const auto process = later.processes.find(pid);
+    const auto before = earlier.threads.find(pid);
+    if (process == later.processes.end() || before == earlier.threads.end()) continue;
+    for (const sys::ThreadUsage& t :
+         sys::threads_usage_between(before->second, threads, interval_s, clk_tck)) {
+      if (!t.cpu_pct || (best && *t.cpu_pct <= best->cpu_pct)) continue;
+      best = ThreadInterval{pid, t.tid, t.comm, process->second.stat.comm, *t.cpu_pct};
+    }
+  }
+  return best;
 }
 
 HostInterval host_interval(const HostSnapshot& earlier, const HostSnapshot& later,
@@ -205,6 +245,7 @@ HostInterval host_interval(const HostSnapshot& earlier, const HostSnapshot& late
   HostInterval h;
   if (earlier.cpu && later.cpu) h.cpu = cpu_between(*earlier.cpu, *later.cpu, interval_s);
   h.job = job_between(earlier.processes, later.processes, interval_s, clk_tck, page_size);
+  h.job.busiest_thread = busiest_thread(earlier, later, interval_s, clk_tck);
   h.mem.total_gib = opt_double(later.mem.total_bytes);
   h.mem.available_gib = opt_double(later.mem.available_bytes);
   h.mem.page_cache_gib = opt_double(later.mem.cached_bytes);
@@ -226,6 +267,11 @@ void write_capture_step(const fs::path& dir, int step, const HostFiles& files) {
     fs::create_directories(pd);
     write_file(pd / "stat", p.stat);
     write_file(pd / "status", p.status);
+    for (const auto& [tid, stat] : p.tasks) {
+      const fs::path td = pd / "task" / std::to_string(tid);
+      fs::create_directories(td);
+      write_file(td / "stat", stat);
+    }
   }
 }
 

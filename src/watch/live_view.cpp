@@ -136,6 +136,8 @@ std::vector<std::string> format_panel(const WatchSample& s, const PanelContext& 
       const ProcessInterval& p = s.job.processes_detail[i];
       job += printf_string("%s %s %.0f%%", i == 0 ? "  top:" : ",", p.comm.c_str(), p.cpu_pct);
     }
+    if (const auto& t = s.job.busiest_thread)
+      job += printf_string("  thread %s %.0f%%", t->comm.c_str(), t->cpu_pct);
   } else {
     job = "job  ended";
   }

@@ -61,6 +61,15 @@ struct ProcessInterval {
   std::optional<double> rss_gib;
 };
 
+// One thread of the job over an interval.
+struct ThreadInterval {
+  int pid = 0;
+  int tid = 0;
+  std::string comm;          // the thread's name (/proc/<pid>/task/<tid>/comm)
+  std::string process_comm;  // its process's
+  double cpu_pct = 0;        // 100 = one core
+};
+
 struct JobInterval {
   bool alive = false;
   std::optional<double> cpu_pct;  // whole tree, 100 = one core
@@ -72,6 +81,9 @@ struct JobInterval {
   std::optional<double> involuntary_cs_per_s;
   std::optional<double> rss_gib;
   std::vector<ProcessInterval> processes_detail;  // busiest first
+  // The thread with the most CPU time in the interval; empty when no thread of the job could be
+  // read in both snapshots (threads that started in the interval have no baseline yet).
+  std::optional<ThreadInterval> busiest_thread;
 };
 
 struct MemoryInterval {

@@ -113,6 +113,11 @@ const std::vector<Column>& columns() {
       {"time_unix_s", [](const WatchSample& s) {
          return s.unix_time_s > 0 ? std::optional<double>(s.unix_time_s) : std::nullopt;
        }},
+      // Last, so the columns before keep their places in CSV files read by position.
+      {"job_busiest_thread_pct", [](const WatchSample& s) {
+         return s.job.busiest_thread ? std::optional<double>(s.job.busiest_thread->cpu_pct)
+                                     : std::nullopt;
+       }},
   };
   return cols;
 }
@@ -131,6 +136,20 @@ std::string number(double v) {
 
 constexpr std::size_t kTopProcesses = 8;
 
+// A name as one CSV cell: what would need quoting becomes '_' (a comm may hold any byte).
+std::string csv_cell(std::string text) {
+  for (char& ch : text)
+    if (ch == ',' || ch == '"' || ch == '\n' || ch == '\r') ch = '_';
+  return text;
+}
+
+// "pt_main_thread (tid 1234 of pid 1200)", or nothing.
+std::optional<std::string> busiest_thread_name(const JobInterval& j) {
+  if (!j.busiest_thread) return std::nullopt;
+  const ThreadInterval& t = *j.busiest_thread;
+  return t.comm + " (tid " + std::to_string(t.tid) + " of pid " + std::to_string(t.pid) + ")";
+}
+
 }  // namespace
 
 SeriesFormat series_format_for(const std::string& path) {
@@ -148,7 +167,7 @@ std::vector<std::string> series_columns() {
 std::string csv_header() {
   std::string line;
   for (const Column& c : columns()) line += (line.empty() ? "" : ",") + std::string(c.name);
-  line += ",disk_busiest,job_top_comm";
+  line += ",disk_busiest,job_top_comm,job_busiest_thread";
   return line;
 }
 
@@ -162,12 +181,8 @@ std::string csv_row(const WatchSample& s) {
   }
   line += ',' + s.disk.busiest.value_or("");
   line += ',';
-  if (!s.job.processes_detail.empty()) {
-    std::string comm = s.job.processes_detail.front().comm;
-    for (char& ch : comm)
-      if (ch == ',' || ch == '"' || ch == '\n') ch = '_';
-    line += comm;
-  }
+  if (!s.job.processes_detail.empty()) line += csv_cell(s.job.processes_detail.front().comm);
+  line += ',' + csv_cell(busiest_thread_name(s.job).value_or(""));
   return line;
 }
 
@@ -193,6 +208,8 @@ std::string jsonl_line(const WatchSample& s) {
                    {"involuntary_cs_per_s", p.involuntary_cs_per_s}});
   }
   j["job_top_processes"] = top;
+  const auto thread = busiest_thread_name(s.job);
+  j["job_busiest_thread"] = thread ? nlohmann::ordered_json(*thread) : nlohmann::ordered_json();
   if (!s.gpu.other_pids.empty()) j["gpu_other_pids"] = s.gpu.other_pids;
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

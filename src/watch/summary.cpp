@@ -106,6 +106,7 @@ std::vector<double> DownsampledSeries::times() const {
 namespace {
 
 constexpr std::size_t kMaxProcesses = 4096;
+constexpr std::size_t kMaxThreads = 4096;
 
 template <typename T>
 std::optional<double> as_double(const std::optional<T>& v) {
@@ -349,6 +350,18 @@ void SampleAccumulator::add_job(const WatchSample& s) {
     acc.cpu.add(p.cpu_pct, w);
   }
   cap_processes();
+  if (const auto& t = j.busiest_thread) {
+    add("watch.job.busiest_thread.cpu.pct", t->cpu_pct);
+    // An interval in which no thread ran names no thread: else the lowest tid of an idle job
+    // would be "busiest" in every idle interval.
+    if (t->cpu_pct > 0) {
+      ThreadAcc& acc = busiest_threads_[{t->pid, t->tid}];
+      acc.comm = t->comm;  // a thread may rename itself: keep the latest name
+      acc.process_comm = t->process_comm;
+      ++acc.busiest;
+      cap_threads();
+    }
+  }
 }
 
 // A job that spawns many short-lived processes must not grow the process map without bound:
@@ -360,6 +373,17 @@ void SampleAccumulator::cap_processes() {
   const auto keep = by_cpu.begin() + static_cast<std::ptrdiff_t>(kMaxProcesses / 2);
   std::nth_element(by_cpu.begin(), keep, by_cpu.end(), std::greater<>());
   for (auto it = keep; it != by_cpu.end(); ++it) processes_.erase(it->second);
+}
+
+// A job whose busiest thread changes every interval (short-lived threads) must not grow the map
+// without bound either: past kMaxThreads, keep the half that was busiest most often.
+void SampleAccumulator::cap_threads() {
+  if (busiest_threads_.size() <= kMaxThreads) return;
+  std::vector<std::pair<std::size_t, std::pair<int, int>>> by_count;
+  for (const auto& [id, acc] : busiest_threads_) by_count.emplace_back(acc.busiest, id);
+  const auto keep = by_count.begin() + static_cast<std::ptrdiff_t>(kMaxThreads / 2);
+  std::nth_element(by_count.begin(), keep, by_count.end(), std::greater<>());
+  for (auto it = keep; it != by_count.end(); ++it) busiest_threads_.erase(it->second);
 }
 
 // Memory, and the disks (all together and per device).
@@ -526,6 +550,29 @@ void SampleAccumulator::job_results(const SummaryContext& ctx, std::vector<Resul
     r.param("comm", top->comm);
   }
   out.push_back(std::move(r));
+  out.push_back(busiest_thread_result());
+}
+
+// The mean over intervals of each interval's busiest thread, named after the thread that was
+// busiest most often (as watch.cpu.busiest_core.pct names its core).
+Result SampleAccumulator::busiest_thread_result() const {
+  const Aggregate& a = agg("watch.job.busiest_thread.cpu.pct");
+  Result r = value_result("watch.job.busiest_thread.cpu.pct",
+                          "the job's busiest thread, % of one core, mean over intervals", "%",
+                          a.mean(), false,
+                          "the job's threads could not be read (/proc/<pid>/task)");
+  const auto most = std::max_element(
+      busiest_threads_.begin(), busiest_threads_.end(),
+      [](const auto& x, const auto& y) { return x.second.busiest < y.second.busiest; });
+  if (r.value && most != busiest_threads_.end()) {
+    const auto& [pid, tid] = most->first;
+    r.param("thread", most->second.comm + " (tid " + std::to_string(tid) + " of pid " +
+                          std::to_string(pid) + ", busiest in " +
+                          std::to_string(most->second.busiest) + " of " + std::to_string(a.n) +
+                          " intervals)");
+    r.param("process", most->second.process_comm);
+  }
+  return r;
 }
 
 // Memory, then the busiest disk (its %util, await and queue) and the all-disk figures.

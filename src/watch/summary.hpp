@@ -9,6 +9,7 @@
 #include <set>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/result.hpp"
@@ -89,6 +90,11 @@ class SampleAccumulator {
     std::string comm;
     Aggregate cpu;
   };
+  // A thread that was the job's busiest in some intervals.
+  struct ThreadAcc {
+    std::string comm, process_comm;
+    std::size_t busiest = 0;  // intervals it was the busiest in
+  };
   // add(), one part of the sample each.
   void add_gpu(const WatchSample& s);
   void add_cpu(const WatchSample& s);
@@ -96,11 +102,13 @@ class SampleAccumulator {
   void add_memory_and_disk(const WatchSample& s);
   void add_perf(const WatchSample& s);
   void cap_processes();
+  void cap_threads();
   // results(), one group of figures each, appended to out in the run's order.
   const Aggregate& agg(const std::string& key) const;
   void gpu_results(const SummaryContext& ctx, std::vector<Result>& out) const;
   void cpu_results(const SummaryContext& ctx, std::vector<Result>& out) const;
   void job_results(const SummaryContext& ctx, std::vector<Result>& out) const;
+  Result busiest_thread_result() const;
   void memory_and_disk_results(const SummaryContext& ctx, std::vector<Result>& out) const;
   void perf_results(const SummaryContext& ctx, std::vector<Result>& out) const;
   std::size_t samples_ = 0;
@@ -111,6 +119,7 @@ class SampleAccumulator {
   std::map<int, Aggregate> core_busy_;
   std::map<int, std::size_t> busiest_core_count_;
   std::map<int, ProcessAcc> processes_;
+  std::map<std::pair<int, int>, ThreadAcc> busiest_threads_;  // by (pid, tid)
   std::map<std::string, Aggregate> disk_util_;  // by device, to name the busiest over the run
   std::optional<std::uint64_t> throttle_reasons_;
   std::set<std::uint32_t> other_pids_;
