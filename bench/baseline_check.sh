@@ -27,8 +27,15 @@ GPUBASE=$BUILD/apps/gpubase/gpubase
 BUDGET_S=${BUDGET_S:-420}
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUTDIR"
-HOME_DIR=$(mktemp -d)
-trap 'rm -rf "$HOME_DIR"' EXIT
+# GPUBASE_HOME for the runs: a fresh one (removed at the end: the quick run makes the synthetic
+# set) unless BASELINE_HOME=DIR names one to use and keep (its set is reused when unchanged).
+if [[ -n ${BASELINE_HOME:-} ]]; then
+  HOME_DIR=$(realpath -m "$BASELINE_HOME")
+  mkdir -p "$HOME_DIR"
+else
+  HOME_DIR=$(mktemp -d)
+  trap 'rm -rf "$HOME_DIR"' EXIT
+fi
 export GPUBASE_HOME=$HOME_DIR
 cd "$ROOT" || exit 1
 T0=$SECONDS

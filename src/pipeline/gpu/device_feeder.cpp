@@ -54,7 +54,10 @@ int DeviceFeeder::stage(const data::Batch& b, cudaStream_t compute, bool with_la
                                   b.labels.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
                                   copy_stream_.get()));
   }
-  Pending p{b, gpu::Event::create(cudaEventDisableTiming)};
+  // A blocking-sync event: the host's wait for it (release_until) sleeps instead of spinning.
+  // When training is GPU-bound that wait takes most of each step, and a spinning wait kept the
+  // thread that launches the steps busy on a core the loader workers need.
+  Pending p{b, gpu::Event::create(cudaEventDisableTiming | cudaEventBlockingSync)};
   p.copied.record(copy_stream_.get());
   // The compute stream goes on once the copy is done (a partial last batch: fewer images).
   GB_CHECK_CUDA(cudaStreamWaitEvent(compute, p.copied.get(), 0));
