@@ -25,8 +25,8 @@ Jobs (model: torchvision ResNet-18 unless said; data in memory or made by --make
                   GPU-bound
   starved_worker  1 worker, costly CPU augmentation per sample: input_wait
   small_batch     batch 4, no workers: the launching thread is the limit
-  sync_disk       the main process reads every sample from a file with the page cache dropped
-                  (posix_fadvise DONTNEED), one read at a time: storage_bound
+  sync_disk       the main process reads every sample from a file, bypassing the page cache
+                  (O_DIRECT, 4-KiB reads one at a time): storage_bound
   many_workers    3 x cores workers decoding and augmenting JPEGs (PIL) from a small set:
                   workers_oversubscribed / input_wait
   pageable        pin_memory=False, large float32 batches, a light model: pageable_copies
@@ -160,6 +160,38 @@ def data_dir(a):
     return d, True
 
 
+DIRECT_BLOCK = 4096  # sync_disk reads 4-KiB blocks, one at a time, like a reader without readahead
+
+
+def read_uncached(path, size):
+    """One sample from disk, bypassing the page cache: O_DIRECT reads of DIRECT_BLOCK bytes one
+    after another into a page-aligned buffer (every block a disk request, so the process waits
+    on the disk as a synchronous small-read job does on a network or virtual disk). Where the
+    file system refuses O_DIRECT (tmpfs), a plain read with the cache dropped after it."""
+    import mmap
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            data = os.read(fd, size)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            return data
+        finally:
+            os.close(fd)
+    try:
+        buf = mmap.mmap(-1, DIRECT_BLOCK)  # page-aligned, as O_DIRECT needs
+        out = bytearray()
+        while len(out) < size:
+            n = os.readv(fd, [buf])
+            if n <= 0:
+                break
+            out += buf[:n]
+        return bytes(out[:size])
+    finally:
+        os.close(fd)
+
+
 class Samples:
     """n samples of 3 x size x size; `work` rounds of CPU arithmetic per sample (decode and
     augmentation stand-in); `files`: read each sample from a file with the cache dropped."""
@@ -176,13 +208,7 @@ class Samples:
     def __getitem__(self, i):
         import torch
         if self.files:
-            path = self.files[i % len(self.files)]
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                data = os.read(fd, 1 << 20)
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
+            data = read_uncached(self.files[i % len(self.files)], 3 * self.size * self.size)
             x = torch.frombuffer(bytearray(data), dtype=torch.uint8)[: 3 * self.size * self.size]
             x = x.float().view(3, self.size, self.size) / 255
         else:
