@@ -222,6 +222,7 @@ constexpr CudaWatchThresholds kCudaWatch{
     .tiny_count_pct = 50.0,
     .process_io_wait_pct = 30.0,
     .process_io_disk_pct = 50.0,
+    .process_io_disk_ratio = 0.8,
     .process_io_disk_share_pct = 50.0,
     .workers_per_core = 2.0,
 };

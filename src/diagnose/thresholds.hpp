@@ -158,6 +158,7 @@ struct CudaWatchThresholds {
   double tiny_count_pct;          // ... with this share of the kernels that small
   double process_io_wait_pct;     // a job process in disk wait this share of the time
   double process_io_disk_pct;     // ... while the busiest disk is at least this busy
+  double process_io_disk_ratio;   // ... or busy at least this multiple of that wait share
   double process_io_disk_share_pct;  // ... and the job read at least this share of its bytes
   double workers_per_core;        // loader processes per core at or above: oversubscribed
 };

@@ -175,8 +175,8 @@ std::optional<Finding> one_process_rule(const WatchInputs& in, const WatchThresh
 std::optional<Finding> storage_bound_rule(const WatchInputs& in, const WatchThresholds& t) {
   if (in.util_pct && !starved(in, t)) return std::nullopt;
   if (!in.disk_util_pct) return std::nullopt;
-  const bool machine = in.iowait_pct && *in.iowait_pct >= t.iowait_pct &&
-                       *in.disk_util_pct >= t.disk_busy_pct;
+  const bool machine =
+      in.iowait_pct && *in.iowait_pct >= t.iowait_pct && *in.disk_util_pct >= t.disk_busy_pct;
   // One process reading synchronously keeps 1 of N cores in iowait: the machine's iowait stays
   // low, but that process spends most of its time in disk wait (D).
   const CudaWatchThresholds& c = cuda_watch_thresholds();
@@ -185,10 +185,14 @@ std::optional<Finding> storage_bound_rule(const WatchInputs& in, const WatchThre
   std::optional<double> job_share;
   if (in.job_disk_read_mbps && in.disk_read_mbps && *in.disk_read_mbps > 0)
     job_share = std::min(100.0, 100.0 * *in.job_disk_read_mbps / *in.disk_read_mbps);
-  const bool process = in.io_wait_process_pct &&
-                       *in.io_wait_process_pct >= c.process_io_wait_pct &&
-                       *in.disk_util_pct >= c.process_io_disk_pct &&
-                       (!job_share || *job_share >= c.process_io_disk_share_pct);
+  // One synchronous reader keeps a disk busy about as long as it waits on it: on a fast disk a
+  // process in disk wait a third of the time leaves the disk a third busy, and those waits are
+  // real reads (a process in D on a disk far less busy waits on something else).
+  const bool process =
+      in.io_wait_process_pct && *in.io_wait_process_pct >= c.process_io_wait_pct &&
+      *in.disk_util_pct >=
+          std::min(c.process_io_disk_pct, c.process_io_disk_ratio * *in.io_wait_process_pct) &&
+      (!job_share || *job_share >= c.process_io_disk_share_pct);
   if (!machine && !process) return std::nullopt;
   Finding f;
   f.id = "storage_bound";
@@ -211,8 +215,8 @@ std::optional<Finding> storage_bound_rule(const WatchInputs& in, const WatchThre
       f.evidence += " (machine iowait only " + pct_text(*in.iowait_pct) +
                     ": one process waits, the other cores do not)";
   } else {
-    f.evidence += (in.util_pct ? "iowait is " : "iowait ") + pct_text(*in.iowait_pct) +
-                  " with " + disk + " at " + pct_text(*in.disk_util_pct) + " util";
+    f.evidence += (in.util_pct ? "iowait is " : "iowait ") + pct_text(*in.iowait_pct) + " with " +
+                  disk + " at " + pct_text(*in.disk_util_pct) + " util";
   }
   std::vector<std::string> details;
   if (in.disk_await_ms)

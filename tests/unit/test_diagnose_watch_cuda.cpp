@@ -109,6 +109,22 @@ TEST(DiagnoseWatchCuda, AProcessInDiskWaitOnAnIdleDiskIsNotStorageBound) {
   EXPECT_EQ(find(gb::diagnose::diagnose_watch(run), "storage_bound"), nullptr);
 }
 
+TEST(DiagnoseWatchCuda, OneReaderOnAFastDiskIsStorageBoundForItsShareOfTheTime) {
+  // A process reads its samples block by block from a disk that answers in 31 µs: it waits on
+  // the disk a third of the time, which keeps the disk about as busy, and reads all its bytes.
+  gb::Run run = waiting_job();
+  set(run, "watch.disk.util.pct", 40);
+  set(run, "watch.disk.read.mbps", 53);
+  set(run, "watch.job.disk_read.mbps", 53);
+  set(run, "watch.job.io_wait.pct", 34);
+  const gb::Finding* f = find(gb::diagnose::diagnose_watch(run), "storage_bound");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->evidence, "is in disk wait 34 % of the time and nvme0n1 is 40 % busy"))
+      << f->evidence;
+  set(run, "watch.disk.util.pct", 20);  // far less busy than the process waits: not its disk
+  EXPECT_EQ(find(gb::diagnose::diagnose_watch(run), "storage_bound"), nullptr);
+}
+
 TEST(DiagnoseWatchCuda, ManyMoreWorkersThanCoresAreInputBoundNotHostIdle) {
   gb::Run run = waiting_job();
   set(run, "watch.gpu.util.pct", 9);
@@ -285,8 +301,9 @@ TEST(DiagnoseWatchCuda, MoreRunnableWorkersThanCoresAreOversubscribedBelowTwiceP
   const auto findings = gb::diagnose::diagnose_watch(run);
   const gb::Finding* f = find(findings, "workers_oversubscribed");
   ASSERT_NE(f, nullptr);
-  EXPECT_TRUE(contains(f->evidence, "19 job processes runnable on average (more than the 16 "
-                                    "cores)"))
+  EXPECT_TRUE(contains(f->evidence,
+                       "19 job processes runnable on average (more than the 16 "
+                       "cores)"))
       << f->evidence;
 }
 
@@ -308,8 +325,9 @@ TEST(DiagnoseWatchCuda, StorageBoundNamesTheJobsShareOfTheDisksBusyTime) {
   const std::vector<gb::Finding> findings = gb::diagnose::diagnose_watch(run);
   const gb::Finding* f = find(findings, "storage_bound");
   ASSERT_NE(f, nullptr);
-  EXPECT_TRUE(contains(f->evidence, "nvme0n1 is 80 % busy, about 76 % of it for the job's own "
-                                    "reads (532 MB/s, 95 % of the bytes read)"))
+  EXPECT_TRUE(contains(f->evidence,
+                       "nvme0n1 is 80 % busy, about 76 % of it for the job's own "
+                       "reads (532 MB/s, 95 % of the bytes read)"))
       << f->evidence;
 }
 
