@@ -382,6 +382,7 @@ def tiny_kernels(a):
     w = torch.randn(1024, device="cuda", requires_grad=True)
     opt = torch.optim.SGD([w], lr=1e-3)
     start = time.time()
+    steps, warm_t, warm_steps = 0, None, 0
     while time.time() - start < a.seconds:
         with nvtx("step"):
             h = x
@@ -391,7 +392,14 @@ def tiny_kernels(a):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+        steps += 1
+        if warm_t is None and time.time() - start >= 3.0:  # steps/s after 3 s of warm-up
+            torch.cuda.synchronize()
+            warm_t, warm_steps = time.time(), steps
     torch.cuda.synchronize()
+    if a.stats and warm_t:
+        json.dump({"job": a.job, "steps_per_s": (steps - warm_steps) / (time.time() - warm_t),
+                   "steps": steps}, open(a.stats, "w"))
     return 0
 
 
