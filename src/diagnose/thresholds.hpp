@@ -154,6 +154,7 @@ struct CudaWatchThresholds {
   double pageable_min_gb;         // ... when at least this much was copied that way
   double syncs_min_per_s;         // host syncs per second worth a finding
   double sync_idle_min_pct;       // GPU idle after/inside syncs (host + sync causes), share
+  double sync_blocked_min_pct;    // host time blocked in syncs that makes them worth a finding
   double tiny_time_pct;           // share of kernel time in kernels < 10 µs: launch-bound
   double tiny_count_pct;          // ... with this share of the kernels that small
   double process_io_wait_pct;     // a job process in disk wait this share of the time

@@ -119,6 +119,12 @@ std::optional<Finding> host_sync_rule(const WatchInputs& in, const WatchThreshol
     return std::nullopt;
   const double idle_after = in.idle_sync_pct.value_or(0) + in.idle_host_pct.value_or(0);
   if (idle_after < c.sync_idle_min_pct) return std::nullopt;
+  // Syncs that cost the job something: the host reads values back (a GPU-to-host copy: .item(),
+  // .cpu(), a printed tensor) or waits in them. The framework's own syncs (a pinned-memory
+  // allocator's event waits) return at once and read nothing: a host-bound job has them too.
+  const bool reads_back = in.d2h_copies_per_s && *in.d2h_copies_per_s >= c.syncs_min_per_s;
+  const bool waits = in.sync_blocked_pct && *in.sync_blocked_pct >= c.sync_blocked_min_pct;
+  if (!reads_back && !waits) return std::nullopt;
   // The data wait is the bigger cause: input_wait's finding, not this one.
   if (in.data_wait_pct && *in.data_wait_pct > idle_after) return std::nullopt;
   Finding f;

@@ -112,6 +112,7 @@ WatchInputs read_watch_inputs(const Run& run) {
   in.h2d_pinned_gbps = value_of(run, "watch.cuda.h2d.pinned.gbps");
   in.syncs_per_s = value_of(run, "watch.cuda.syncs.per_s");
   in.sync_mean_ms = value_of(run, "watch.cuda.sync.mean.ms");
+  in.sync_blocked_pct = value_of(run, "watch.cuda.sync.blocked.pct");
   in.idle_gap_step_ms = value_of(run, "watch.cuda.idle_gap.step.ms");
   if (const std::string g = param_of(run, "watch.cuda.idle_gap.step.ms", "long gaps per second");
       !g.empty())

@@ -49,7 +49,7 @@ struct WatchInputs {
   std::optional<double> cuda_kernels;  // kernels the library saw in the judged window
   std::optional<double> h2d_pageable_gb, h2d_pageable_share_pct, h2d_pageable_gbps,
       h2d_pinned_gbps;
-  std::optional<double> syncs_per_s, sync_mean_ms, idle_gap_step_ms, long_gaps_per_s;
+  std::optional<double> syncs_per_s, sync_mean_ms, sync_blocked_pct, idle_gap_step_ms, long_gaps_per_s;
   std::optional<double> d2h_copies_per_s;
   std::string d2h_mean_size;  // "4 bytes"
   std::optional<double> io_wait_process_pct;  // the job process most often in disk wait

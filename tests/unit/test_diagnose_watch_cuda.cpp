@@ -218,6 +218,20 @@ TEST(DiagnoseWatchCuda, AHostSyncEveryStepIsNamedWithItsCost) {
   EXPECT_EQ(find(findings, "launch_bound"), nullptr);
 }
 
+TEST(DiagnoseWatchCuda, SyncsThatNeitherReadBackNorWaitAreNotAFinding) {
+  // A host-bound job with a pinned-memory allocator's event syncs: 68 a second, 0.18 ms each,
+  // no GPU-to-host copy (a DataLoader job measured under watch).
+  gb::Run run = waiting_job();
+  add_cuda(run, 0, 42, 0);
+  set(run, "watch.cuda.syncs.per_s", 68);
+  set(run, "watch.cuda.sync.blocked.pct", 1.2);
+  set(run, "watch.cuda.d2h.copies.per_s", 0);
+  EXPECT_EQ(find(gb::diagnose::diagnose_watch(run), "host_sync"), nullptr);
+  // The same syncs holding the host 30 % of the time: worth naming without a read-back.
+  set(run, "watch.cuda.sync.blocked.pct", 30);
+  EXPECT_NE(find(gb::diagnose::diagnose_watch(run), "host_sync"), nullptr);
+}
+
 TEST(DiagnoseWatchCuda, TinyKernelsAreLaunchBoundWithTheirShareOfGpuTime) {
   gb::Run run = waiting_job();
   add_cuda(run, 0, 28, 0);
