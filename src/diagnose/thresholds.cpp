@@ -218,7 +218,7 @@ constexpr CudaWatchThresholds kCudaWatch{
     .pageable_min_gb = 0.05,
     .syncs_min_per_s = 1.0,
     .sync_idle_min_pct = 5.0,
-    .sync_blocked_min_pct = 5.0,
+    .sync_blocked_min_pct = 10.0,
     .tiny_time_pct = 30.0,
     .tiny_count_pct = 50.0,
     .process_io_wait_pct = 30.0,

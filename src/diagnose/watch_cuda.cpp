@@ -120,8 +120,9 @@ std::optional<Finding> host_sync_rule(const WatchInputs& in, const WatchThreshol
   const double idle_after = in.idle_sync_pct.value_or(0) + in.idle_host_pct.value_or(0);
   if (idle_after < c.sync_idle_min_pct) return std::nullopt;
   // Syncs that cost the job something: the host reads values back (a GPU-to-host copy: .item(),
-  // .cpu(), a printed tensor) or waits in them. The framework's own syncs (a pinned-memory
-  // allocator's event waits) return at once and read nothing: a host-bound job has them too.
+  // .cpu(), a printed tensor) or waits in them a tenth of the time. A framework's own syncs
+  // read nothing and mostly return at once (bench/NOTES.md b5: 57 a second holding a host-bound
+  // DataLoader job 6 % of the time): a host-bound job has them too.
   const bool reads_back = in.d2h_copies_per_s && *in.d2h_copies_per_s >= c.syncs_min_per_s;
   const bool waits = in.sync_blocked_pct && *in.sync_blocked_pct >= c.sync_blocked_min_pct;
   if (!reads_back && !waits) return std::nullopt;
@@ -143,10 +144,18 @@ std::optional<Finding> host_sync_rule(const WatchInputs& in, const WatchThreshol
     f.evidence += "; after each the GPU idles about " + ms_text(*in.idle_gap_step_ms);
   f.evidence += "; GPU idle " + pct_text(idle_after) +
                 " of the time while the host synced or relaunched work";
-  f.advice =
-      "a .item(), .cpu(), print of a tensor or a Python condition on a GPU value each step "
-      "makes the host wait and the GPU drain: keep losses on the GPU and read them every N "
-      "steps, and avoid data-dependent control flow in the loop";
+  if (reads_back)
+    f.advice =
+        "a .item(), .cpu(), print of a tensor or a Python condition on a GPU value each step "
+        "makes the host wait and the GPU drain: keep losses on the GPU and read them every N "
+        "steps, and avoid data-dependent control flow in the loop";
+  else
+    f.advice =
+        "the host waits in synchronizations " + pct_text(*in.sync_blocked_pct) +
+        " of the time without reading values back: explicit torch.cuda.synchronize() or "
+        "event.synchronize() calls in the loop (remove them, or time with CUDA events read "
+        "every N steps), or a library's own waits (one profiled step with torch.profiler "
+        "shows where)";
   return f;
 }
 
