@@ -85,6 +85,9 @@ struct TrainBenchOptions {
   // workers from that rate before the pipeline starts (`gpubase baseline`: a loader that barely
   // outruns the model leaves the GPU waiting). Its `why` lands in TrainMeasurement::data_feed.
   std::function<TrainFeedChoice(double model_images_per_s)> pick_feed;
+  // Called as each configuration's timed steps begin, after its build, warm-up and feed start
+  // (`gpubase baseline`: the in-process watch judges the timed steps alone).
+  std::function<void()> on_timed_start;
 };
 
 // Where training results print: one configuration per row (ResultSink::declare_sections).

@@ -48,6 +48,7 @@ void BackgroundWatch::start() {
   config.root_pids = {static_cast<int>(::getpid())};
   state_->sampler = std::make_unique<Sampler>(config, std::move(gpu));
   state_->t0 = std::chrono::steady_clock::now();
+  judge_from_s_ = -1.0;
   state_->sampler->start(0.0);
   stop_ = false;
   thread_ = std::thread([this] {
@@ -62,6 +63,7 @@ void BackgroundWatch::start() {
       if (now_s() < next) continue;
       const double t = now_s();
       const WatchSample sample = st.sampler->sample(t);
+      if (const double from = judge_from_s_.load(); from >= 0) st.summary.judge_from(from);
       st.summary.add(sample);
       if (options_.on_sample) options_.on_sample(sample);
       st.last_s = t;
@@ -70,12 +72,19 @@ void BackgroundWatch::start() {
   });
 }
 
+void BackgroundWatch::judge_from_now() {
+  if (!state_) return;
+  judge_from_s_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - state_->t0).count();
+}
+
 WatchOutcome BackgroundWatch::stop() {
   WatchOutcome out;
   if (!state_) return out;
   stop_ = true;
   if (thread_.joinable()) thread_.join();
   State& st = *state_;
+  if (const double from = judge_from_s_.load(); from >= 0) st.summary.judge_from(from);
   const int cores = usable_cores();
   SummaryContext ctx;
   ctx.online_cores = cores;

@@ -38,6 +38,10 @@ class BackgroundWatch {
 
   // Opens NVML (missing: the GPU figures are skipped with the reason) and starts sampling.
   void start();
+  // The measured work begins now (any thread): the results judge the samples from here on, not
+  // the building and warming up before it. Without it they judge the steady state watch finds
+  // itself (watch/steady_window.hpp).
+  void judge_from_now();
   // Stops sampling and summarises what was sampled (the watch.* results and facts).
   WatchOutcome stop();
 
@@ -47,6 +51,7 @@ class BackgroundWatch {
   std::unique_ptr<State> state_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  std::atomic<double> judge_from_s_{-1.0};  // judge_from_now(), seconds since start(); < 0: none
 };
 
 }  // namespace gb::watch

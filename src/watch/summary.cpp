@@ -633,7 +633,10 @@ std::optional<double> SampleAccumulator::gpu_util_mean() const {
 }
 
 WatchSummary::WatchSummary(std::size_t max_series_points)
-    : all_(max_series_points), window_(max_series_points), steady_(max_series_points) {}
+    : all_(max_series_points),
+      window_(max_series_points),
+      steady_(max_series_points),
+      marked_(max_series_points) {}
 
 void WatchSummary::Window::flush_tail() {
   for (const WatchSample& t : tail) {
@@ -661,8 +664,20 @@ std::optional<double> WatchSummary::gpu_start_s() const {
   return cuda_start_s_ ? cuda_start_s_ : nvml_start_s_;
 }
 
+void WatchSummary::judge_from(double t_s) {
+  if (!marked_start_s_) marked_start_s_ = t_s;
+}
+
 void WatchSummary::add(const WatchSample& s) {
   all_.add(s);
+  if (marked_start_s_) {
+    // An idle end (the work done, the stage closing) is left out as in the steady window;
+    // without GPU figures every sample is the work's.
+    const bool active = !s.gpu.util_pct || *s.gpu.util_pct >= kActiveUtilPct ||
+                        s.cuda.kernels_per_s.value_or(0.0) > 0;
+    if (s.t_s - s.interval_s >= *marked_start_s_ - 1e-6) marked_.add(s, active);
+    return;
+  }
   if (s.cuda.since_first_kernel_s) {
     const double t = std::max(0.0, s.t_s - *s.cuda.since_first_kernel_s);
     if (!cuda_start_s_ || t < *cuda_start_s_) cuda_start_s_ = t;
@@ -679,6 +694,7 @@ void WatchSummary::add(const WatchSample& s) {
 }
 
 std::vector<Result> WatchSummary::results(const SummaryContext& ctx) const {
+  if (marked_start_s_ && marked_.acc.samples() > 0) return marked_results(ctx);
   const std::optional<double> start = gpu_start_s();
   const bool steady = start && steady_.acc.samples() > 0 && steady_.acc.duration_s() >= kMinSteadyS;
   const bool windowed = !steady && start && window_.acc.samples() > 0;
@@ -702,6 +718,30 @@ std::vector<Result> WatchSummary::results(const SummaryContext& ctx) const {
                           "); too short to leave a warm-up out");
   }
   if (!ctx.gpu_unavailable_reason.empty() && !w) scope = "the whole run";
+  return window_results(std::move(figures), scope, window_s, startup_s, steady ? kWarmupS : 0.0,
+                        ctx);
+}
+
+// The measured work was marked (judge_from): its samples, nothing else.
+std::vector<Result> WatchSummary::marked_results(const SummaryContext& ctx) const {
+  const double run_s = all_.duration_s();
+  const double window_s = marked_.acc.duration_s();
+  const double begin = marked_.begin_s.value_or(*marked_start_s_);
+  const std::string scope =
+      "judged over " + clock_text(begin) + "-" + clock_text(marked_.end_s) + ", " +
+      std::to_string(static_cast<long>(window_s + 0.5)) + " of " +
+      std::to_string(static_cast<long>(run_s + 0.5)) +
+      " s: the measured work alone; what ran before it (" + clock_text(*marked_start_s_) +
+      ": building, autotuning, warm-up steps) excluded";
+  return window_results(marked_.acc.results(ctx), scope, window_s, *marked_start_s_, 0.0, ctx);
+}
+
+// The figures after the results that say what they cover.
+std::vector<Result> WatchSummary::window_results(std::vector<Result> figures,
+                                                 const std::string& scope, double window_s,
+                                                 double startup_s, double warmup_s,
+                                                 const SummaryContext& ctx) const {
+  const double run_s = all_.duration_s();
   for (Result& r : figures)
     if (r.key == "watch.gpu.util.pct" && r.value) r.param("over", scope);
 
@@ -713,7 +753,7 @@ std::vector<Result> WatchSummary::results(const SummaryContext& ctx) const {
   out.push_back(value_result("watch.startup.s", "start-up before the job's first GPU work", "s",
                              startup_s, false, ""));
   out.push_back(value_result("watch.warmup.s", "warm-up after the first GPU work, left out", "s",
-                             steady ? kWarmupS : 0.0, false, ""));
+                             warmup_s, false, ""));
   out.push_back(value_result("watch.duration.s", "watched in all", "s", run_s, true, ""));
   out.push_back(value_result("watch.gpu.util.run.pct", "GPU utilization over the whole run", "%",
                              all_.gpu_util_mean(), true,

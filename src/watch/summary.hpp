@@ -144,6 +144,11 @@ class WatchSummary {
 
   explicit WatchSummary(std::size_t max_series_points = 2048);
   void add(const WatchSample& s);
+  // The measured work starts at t_s, already warmed up (gpubase's own timed training steps): the
+  // figures judge the samples from there on, and nothing after it is left out as warm-up. The
+  // first mark counts; samples added before it that end after t_s are not judged (a sample
+  // must begin at or after t_s).
+  void judge_from(double t_s);
   std::size_t samples() const { return all_.samples(); }
   double duration_s() const { return all_.duration_s(); }
 
@@ -165,10 +170,16 @@ class WatchSummary {
     double end_s = 0;               // end of the last sample counted
   };
   std::optional<double> gpu_start_s() const;
+  std::vector<Result> marked_results(const SummaryContext& ctx) const;
+  std::vector<Result> window_results(std::vector<Result> figures, const std::string& scope,
+                                     double window_s, double startup_s, double warmup_s,
+                                     const SummaryContext& ctx) const;
   SampleAccumulator all_;
   Window window_;  // from the first GPU work
   Window steady_;  // from kWarmupS after it
+  Window marked_;  // from judge_from()
   std::optional<double> cuda_start_s_, nvml_start_s_;
+  std::optional<double> marked_start_s_;  // judge_from()
 };
 
 }  // namespace gb::watch

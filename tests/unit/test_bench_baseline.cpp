@@ -382,6 +382,31 @@ TEST(BaselineBackgroundWatch, SamplesThisProcessUntilStopped) {
   }
 }
 
+// The training stage marks its timed steps: the figures cover them, not what ran before.
+TEST(BaselineBackgroundWatch, JudgesFromTheMarkOn) {
+  gb::watch::BackgroundWatch w({.device = 0, .interval_s = 0.1});
+  w.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // "building": idle
+  w.judge_from_now();
+  const auto t0 = std::chrono::steady_clock::now();
+  volatile double x = 0;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(800)) x = x + 1;
+  const gb::watch::WatchOutcome o = w.stop();
+  const gb::Result* startup = find(o.results, "watch.startup.s");
+  ASSERT_TRUE(startup && startup->value);
+  EXPECT_GE(*startup->value, 0.45);  // the mark, in seconds from start()
+  EXPECT_LT(*startup->value, 2.0);
+  const gb::Result* window = find(o.results, "watch.window.s");
+  ASSERT_TRUE(window && window->value);
+  EXPECT_LE(*window->value, o.duration_s - *startup->value + 0.15)
+      << "the idle half second is not judged";
+  EXPECT_NE(window->text_param("over").value_or("").find("the measured work alone"),
+            std::string::npos);
+  const gb::Result* core = find(o.results, "watch.cpu.busiest_core.pct");
+  ASSERT_TRUE(core && core->value);
+  EXPECT_GT(*core->value, 25.0) << "the busy loop, not the idle start";
+}
+
 // `baseline -- CMD` without a GPU: the card check reports the host, the job runs under watch
 // (its CPU figures measured), the AMP and data rows say what would measure them, exit 3.
 TEST(BaselineCommand, AJobAfterDashDashIsWatchedAndItsRowsExplained) {

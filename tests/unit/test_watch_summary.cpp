@@ -218,6 +218,41 @@ TEST(WatchSummary, ATooShortSteadyStateKeepsTheWarmUp) {
             std::string::npos);
 }
 
+TEST(WatchSummary, AMarkedStartJudgesTheMeasuredWorkAlone) {
+  // gpubase's own training stage: building the model and autotuning its convolutions keep the
+  // GPU busy and one core pegged for 20 s; the timed steps that follow are what the rows judge.
+  WatchSummary summary;
+  int t = 0;
+  for (int i = 0; i < 10; ++i) summary.add(sample(++t, 0, 100, 100));  // build
+  for (int i = 0; i < 10; ++i) summary.add(sample(++t, 90, 100, 100));  // autotuning, warm-up
+  summary.judge_from(20.5);  // inside the sample that ends at 00:21: that one is not judged
+  for (int i = 0; i < 11; ++i) summary.add(sample(++t, 97, 60, 400));  // timed steps
+  const auto results = summary.results(SummaryContext{});
+  EXPECT_DOUBLE_EQ(*find(results, "watch.gpu.util.pct")->value, 97.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.cpu.busiest_core.pct")->value, 60.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 10.0);  // 00:21-00:31
+  EXPECT_DOUBLE_EQ(*find(results, "watch.startup.s")->value, 20.5);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.warmup.s")->value, 0.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.duration.s")->value, 31.0);
+  const std::string over = *find(results, "watch.window.s")->text_param("over");
+  EXPECT_NE(over.find("judged over 00:21-00:31, 10 of 31 s: the measured work alone"),
+            std::string::npos)
+      << over;
+  summary.judge_from(25);  // the first mark counts
+  EXPECT_DOUBLE_EQ(*find(summary.results(SummaryContext{}), "watch.window.s")->value, 10.0);
+}
+
+TEST(WatchSummary, AMarkWithNoSampleAfterItFallsBackToTheSteadyState) {
+  WatchSummary summary;
+  int t = 0;
+  for (int i = 0; i < 10; ++i) summary.add(sample(++t, 0, 100, 100));
+  for (int i = 0; i < 15; ++i) summary.add(sample(++t, 80, 60, 300));
+  summary.judge_from(40);  // the work ended before a sample of it was taken
+  const auto results = summary.results(SummaryContext{});
+  EXPECT_DOUBLE_EQ(*find(results, "watch.warmup.s")->value, 5.0);
+  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 10.0);
+}
+
 TEST(WatchSummary, AStarvedJobKeepsItsWholeWorkingTime) {
   // The H200 starved job: one busy interval (the first step, cuDNN autotuning), then the GPU
   // only flickers (1-3 %) between batches. All of that after the warm-up is its working time.

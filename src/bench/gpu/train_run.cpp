@@ -358,6 +358,7 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
   if (!warm_up(step, trainer, o.warmup, m)) return;
   end_phase("warmup", phase_start, m);
   const std::size_t skipped_before = trainer.scaler_stats().skipped;
+  if (o.on_timed_start) o.on_timed_start();
   timed_steps(step, trainer.stream(), o.steps, o.max_timed_s, feed != nullptr, ctx, m);
   end_phase("timed", phase_start, m);
   sink.progress("  where the time went: " + phases_text(m.phases));
