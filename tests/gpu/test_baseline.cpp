@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <string>
 
+#include "../unit/test_cli_util.hpp"
 #include "bench/train.hpp"
+#include "cli/output.hpp"
 #include "data/synth.hpp"
 #include "nn/trainer_impl.hpp"
 #include "watch/background.hpp"
@@ -53,6 +55,7 @@ TEST(BaselineGpu, TrainingUnderTheInProcessWatchFillsTheGpuRow) {
 
   gb::watch::BackgroundWatch w({.device = 0, .interval_s = 0.5});
   w.start();
+  t.on_timed_start = [&w] { w.judge_from_now(); };
   gb::bench::ResultSink sink;
   const auto t0 = std::chrono::steady_clock::now();
   const gb::bench::TrainBenchOutcome o = gb::bench::run_train_bench(t, sink);
@@ -80,6 +83,56 @@ TEST(BaselineGpu, TrainingUnderTheInProcessWatchFillsTheGpuRow) {
   EXPECT_GT(*util->value, 10.0);  // the GPU trained while the sampler ran
   const gb::Result* core = find(seen.results, "watch.cpu.busiest_core.pct");
   ASSERT_TRUE(core && core->value);
+  // The figures cover the timed steps, not the build and warm-up before them.
+  const gb::Result* window = find(seen.results, "watch.window.s");
+  ASSERT_TRUE(window && window->value);
+  EXPECT_NE(window->text_param("over").value_or("").find("the measured work alone"),
+            std::string::npos)
+      << window->text_param("over").value_or("");
+  EXPECT_LE(*window->value, t.max_timed_s + 1.5);
+}
+
+// The README's main command, shortened: `gpubase baseline --quick` from a cold home answers
+// every row of the checklist with a measured figure.
+TEST(BaselineGpu, TheQuickRunAnswersEveryRowWithMeasuredFigures) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
+  const auto home = std::filesystem::temp_directory_path() /
+                    ("gb-baseline-quick-" + std::to_string(reinterpret_cast<std::uintptr_t>(&count)));
+  std::filesystem::remove_all(home);
+  std::filesystem::create_directories(home);
+  ::setenv("GPUBASE_HOME", home.c_str(), 1);
+  const auto json = home / "quick.json";
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto o = gb::test::run_gpubase({"baseline", "--quick", "--json", "-o", json.string()});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::unsetenv("GPUBASE_HOME");
+  EXPECT_TRUE(o.code == 0 || o.code == 1) << "exit " << o.code << "\n" << o.err;
+  const gb::Run run = gb::cli::load_run(json);
+  std::filesystem::remove_all(home);
+  EXPECT_LT(seconds, 300.0);
+  ASSERT_EQ(run.checklist.size(), 5u);
+  for (const gb::ChecklistRow& row : run.checklist) {
+    SCOPED_TRACE(row.id);
+    EXPECT_NE(row.status, gb::Status::skipped) << row.evidence;
+    EXPECT_TRUE(row.measured) << row.evidence;
+    EXPECT_FALSE(row.evidence.empty());
+  }
+  for (const char* stage : {"card", "loader", "train", "amp", "infer"}) {
+    const gb::Result* r = find(run.results, std::string("baseline.stage.") + stage + ".s");
+    ASSERT_TRUE(r && r->value) << stage;
+    EXPECT_EQ(r->text_param("state").value_or(""), "ran") << stage;
+  }
+  const gb::Result* window = find(run.results, "watch.window.s");
+  ASSERT_TRUE(window);
+  EXPECT_NE(window->text_param("over").value_or("").find("the measured work alone"),
+            std::string::npos);
+  for (const char* p : {"fp32", "fp16", "bf16"}) {
+    const gb::Result* r = find(run.results, std::string("infer.resnet50.") + p + ".b64.images_per_s");
+    ASSERT_TRUE(r && r->value) << p;
+    EXPECT_GT(*r->value, 0.0);
+  }
 }
 
 }  // namespace
