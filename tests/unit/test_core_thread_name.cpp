@@ -9,19 +9,11 @@
 #include <thread>
 
 #include "core/thread_name.hpp"
+#include "test_thread_names.hpp"
 
 namespace {
 
-std::set<std::string> task_names() {
-  std::set<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream in(e.path() / "comm");
-    std::string name;
-    std::getline(in, name);
-    names.insert(name);
-  }
-  return names;
-}
+using gb::test::thread_names;
 
 TEST(ThreadName, ANamedThreadShowsItsNameToTheSystem) {
   std::set<std::string> seen;
@@ -29,7 +21,7 @@ TEST(ThreadName, ANamedThreadShowsItsNameToTheSystem) {
   std::thread t([&] {
     gb::name_this_thread("gb-load 7");
     own = gb::this_thread_name();
-    seen = task_names();
+    seen = thread_names();
   });
   t.join();
   ASSERT_TRUE(own.has_value());

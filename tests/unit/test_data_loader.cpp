@@ -26,6 +26,7 @@
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "data/loader.hpp"
+#include "test_thread_names.hpp"
 
 namespace gb::data {
 namespace {
@@ -881,23 +882,12 @@ TEST(LoaderLookAhead, MemoryStaysConstantAcrossEpochs) {
 }
 
 // `top -H` and watch name the loader's threads: one "gb-load N" per worker.
-std::set<std::string> thread_names() {
-  std::set<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream in(e.path() / "comm");
-    std::string name;
-    std::getline(in, name);
-    names.insert(name);
-  }
-  return names;
-}
-
 TEST(LoaderThreads, EachWorkerIsNamed) {
   MemoryDataset ds(50);
   Loader loader(ds, small_options(3), write_sample);
   const std::set<std::string> want = {"gb-load 0", "gb-load 1", "gb-load 2"};
   auto all_named = [&] {
-    const auto names = thread_names();
+    const auto names = gb::test::thread_names();
     return std::all_of(want.begin(), want.end(), [&](const std::string& w) { return names.count(w); });
   };
   // A worker names itself as it starts.
