@@ -141,6 +141,39 @@ TEST(CudaActivity, AJobKilledBySigkillKeepsWhatItsRingHeld) {
   EXPECT_LE(gb, 3001 * kCopyGb + 1e-9);
 }
 
+// The job forks two workers before touching CUDA; each runs the same steps in a context of
+// its own: three rings, every process's work counted once, the job's exit code unchanged.
+TEST(CudaActivity, AJobThatForksWorkersIsSeenInEveryProcess) {
+  REQUIRE_GPU();
+  const int steps = 50;
+  ::setenv("GB_JOB_FORKS", "2", 1);
+  const auto out = watch_job({std::to_string(steps)});
+  ::unsetenv("GB_JOB_FORKS");
+  ASSERT_TRUE(out.exit);
+  EXPECT_FALSE(out.exit->signaled);
+  EXPECT_EQ(out.exit->code, 0);
+  EXPECT_EQ(param(out, "watch.cuda.busy.pct", "processes"), "3");
+  EXPECT_EQ(kernel_calls(out, "busy_kernel"), 3L * 10 * steps);
+  EXPECT_NEAR(value(out, "watch.cuda.h2d.pinned.gb"), 3 * steps * kCopyGb, 1e-9);
+}
+
+// The busy kernels of each step run side by side on 16 streams: each counted once, the busy
+// share a union (never past 100 %), the job unchanged.
+TEST(CudaActivity, ManyStreamsAreCountedOnceAndTheirOverlapNotTwice) {
+  REQUIRE_GPU();
+  const int steps = 50;
+  ::setenv("GB_JOB_STREAMS", "16", 1);
+  const auto out = watch_job({std::to_string(steps)});
+  ::unsetenv("GB_JOB_STREAMS");
+  ASSERT_TRUE(out.exit);
+  EXPECT_EQ(out.exit->code, 0);
+  EXPECT_EQ(kernel_calls(out, "busy_kernel"), 10L * steps);
+  EXPECT_EQ(kernel_calls(out, "tiny_kernel"), 20L * steps);
+  const double busy = value(out, "watch.cuda.busy.pct");
+  EXPECT_GT(busy, 0.0);
+  EXPECT_LE(busy, 100.0);
+}
+
 TEST(CudaActivity, TurnedOffItIsSkippedWithTheReason) {
   REQUIRE_GPU();
   const auto out = watch_job({"20"}, false);
