@@ -84,12 +84,13 @@ namespace {
 constexpr std::size_t kSynthImages = 2048;
 constexpr std::size_t kSynthClasses = 100;
 
-// Stage timing: what the progress line announces (H200, 16 cores; bench/NOTES.md b1, b2).
+// Stage timing: what the progress line announces, the stages' times as measured (H100, 16
+// cores, bench/NOTES.md b4 and b5: two full runs, three quick ones).
 // --quick (target <= 90 s with the synthetic set cached): the quick probe; a three-point loader
 // sweep (1, half and all cores) at 0.75 s a point; 8 s of timed training after the model is
-// timed alone and warmed up (its algorithm search, ~15-20 s, is most of the stage); the amp
-// study at 2 seeds x 3 epochs; inference with 3 warm-up passes and 1 s timed per precision
-// (its trainers search forward algorithms only).
+// timed alone and warmed up (its build, the convolution algorithm search most of it, took
+// ~26 s); the amp study at 2 seeds x 3 epochs; inference with 3 warm-up passes and 1 s timed
+// per precision (its trainers search forward algorithms only).
 struct StageBudget {
   double card_s, loader_s, train_s, amp_s, infer_s;
   double loader_seconds_per_point;
@@ -100,8 +101,8 @@ struct StageBudget {
   int infer_warmup;
   double infer_timed_s;
 };
-constexpr StageBudget kFull{40, 35, 90, 80, 15, 3.0, false, 60, 20, 3, 8, 10, 3.0};
-constexpr StageBudget kQuick{9, 8, 28, 24, 8, 0.75, true, 8, 10, 2, 3, 3, 1.0};
+constexpr StageBudget kFull{43, 26, 88, 73, 12, 3.0, false, 60, 20, 3, 8, 10, 3.0};
+constexpr StageBudget kQuick{11, 8, 37, 23, 11, 0.75, true, 8, 10, 2, 3, 3, 1.0};
 // What --quick gives up, for the run's facts. The amp study's noise band is 2 sd / sqrt(seeds)
 // of the per-seed accuracy differences (bench/amp.cpp): fewer seeds widen it by
 // sqrt(full / quick) for the same spread, and fewer epochs leave the runs less converged, so the
