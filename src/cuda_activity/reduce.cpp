@@ -30,9 +30,12 @@ bool tensor_core_name(std::string_view name) {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   // hmma/imma/gmma: the MMA instructions' names in cuBLAS/cuDNN kernel names (sm80_xmma_...,
   // sm90_xmma_gemm_..._gmma); tensorop: CUTLASS; 16816/1688/884: the MMA tile shapes;
-  // wgmma / mma: Triton and hand-written kernels.
-  static constexpr const char* kMarks[] = {"hmma", "imma", "gmma", "xmma", "tensorop",
-                                           "16816", "1688", "wgmma", "_mma", "mma_"};
+  // wgmma / mma: Triton and hand-written kernels; nvjet: cuBLAS's GEMM kernels on Hopper and
+  // later (a BF16 4096^2 GEMM ran as nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT);
+  // flash_fwd/flash_bwd: FlashAttention, MMA throughout.
+  static constexpr const char* kMarks[] = {"hmma",  "imma",  "gmma",      "xmma",     "tensorop",
+                                           "16816", "1688",  "wgmma",     "_mma",     "mma_",
+                                           "nvjet", "flash_fwd", "flash_bwd"};
   return std::any_of(std::begin(kMarks), std::end(kMarks),
                      [&](const char* m) { return lower.find(m) != std::string::npos; });
 }

@@ -126,6 +126,9 @@ TEST(CudaReduce, TensorCoreGuessFromCommonKernelNames) {
   EXPECT_TRUE(ca::tensor_core_name("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_nn"));
   EXPECT_TRUE(ca::tensor_core_name("cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm>"));
   EXPECT_TRUE(ca::tensor_core_name("sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32"));
+  // cuBLAS's Hopper GEMM of a BF16 matmul, as CUPTI named it on an H100.
+  EXPECT_TRUE(ca::tensor_core_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"));
+  EXPECT_TRUE(ca::tensor_core_name("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>"));
   EXPECT_FALSE(ca::tensor_core_name("void at::native::vectorized_elementwise_kernel<4>"));
   EXPECT_FALSE(ca::tensor_core_name("volta_sgemm_128x64_nn"));
 }
