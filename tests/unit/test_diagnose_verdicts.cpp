@@ -153,6 +153,19 @@ TEST(Verdicts, PowerCapIsANoteNotAnInvalidation) {
   EXPECT_TRUE(contains(r.reason, "ran at the power cap, 690 of 700 W")) << r.reason;
 }
 
+TEST(Verdicts, APowerCapHitInBurstsNamesThePeakAndTheMean) {
+  // The burst protocol idles between its GEMMs: the mean sits far below the cap it hit (an H100
+  // probe: 360 W on average at the 700-W cap).
+  gb::Run run = h200_run();
+  gb::Telemetry t = clean_telemetry();
+  t.throttle_reasons = 0x4;
+  t.power_w_mean = 360;
+  t.power_w_max = 695;
+  const gb::Result r = judged(run, bf16(769, t));
+  EXPECT_TRUE(contains(r.reason, "ran at the power cap, up to 695 of 700 W (360 W on average"))
+      << r.reason;
+}
+
 TEST(Verdicts, IdleAndSyncBoostReasonsChangeNothing) {
   gb::Run run = h200_run();
   gb::Telemetry t = clean_telemetry();
