@@ -117,7 +117,8 @@ TEST(DiagnoseWatchCuda, OneReaderOnAFastDiskIsStorageBoundForItsShareOfTheTime) 
   set(run, "watch.disk.read.mbps", 53);
   set(run, "watch.job.disk_read.mbps", 53);
   set(run, "watch.job.io_wait.pct", 34);
-  const gb::Finding* f = find(gb::diagnose::diagnose_watch(run), "storage_bound");
+  const auto findings = gb::diagnose::diagnose_watch(run);
+  const gb::Finding* f = find(findings, "storage_bound");
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(contains(f->evidence, "is in disk wait 34 % of the time and nvme0n1 is 40 % busy"))
       << f->evidence;
