@@ -51,6 +51,13 @@ std::optional<double> AttributionTotals::cause_pct(IdleCause c) const {
   return 100.0 * static_cast<double>(by_cause[static_cast<int>(c)]) / static_cast<double>(ticks);
 }
 
+void AttributionTotals::add(const AttributionTotals& o) {
+  ticks += o.ticks;
+  idle_ticks += o.idle_ticks;
+  for (int c = 0; c < kIdleCauses; ++c) by_cause[c] += o.by_cause[c];
+  unresolved += o.unresolved;
+}
+
 void IdleAttribution::add_record(const IntervalRecord& r) {
   if (r.kind != RecordKind::interval) return;
   Producer& p = producers_[r.pid];
@@ -110,18 +117,32 @@ void IdleAttribution::resolve(bool final) {
     if (!final && any_running && t.t_ns >= covered) break;
     const Moment m = moment(t.t_ns);
     if (m.covered) {
-      for (AttributionTotals* a : {&totals_, &window_}) {
-        if (a == &window_ && t.t_ns < window_start_ns_) continue;
-        ++a->ticks;
-        if (!m.busy) {
-          ++a->idle_ticks;
-          ++a->by_cause[static_cast<int>(classify_idle(t, m.in_sync))];
-        }
+      ++totals_.ticks;
+      if (!m.busy) {
+        ++totals_.idle_ticks;
+        ++totals_.by_cause[static_cast<int>(classify_idle(t, m.in_sync))];
       }
+      if (t.t_ns >= window_start_ns_) count_in_window(t, m);
     }
     pending_.pop_front();
   }
   trim();
+}
+
+void IdleAttribution::count_in_window(const ThreadTick& t, const Moment& m) {
+  ++window_tail_.ticks;
+  if (m.busy) {
+    window_idle_from_ns_ = 0;
+  } else {
+    if (!window_idle_from_ns_) window_idle_from_ns_ = t.t_ns;
+    ++window_tail_.idle_ticks;
+    ++window_tail_.by_cause[static_cast<int>(classify_idle(t, m.in_sync))];
+  }
+  // An idle stretch past the limit counts from then on, to its end.
+  if (m.busy || t.t_ns - window_idle_from_ns_ > max_idle_tail_ns_) {
+    window_.add(window_tail_);
+    window_tail_ = AttributionTotals();
+  }
 }
 
 void IdleAttribution::trim() {

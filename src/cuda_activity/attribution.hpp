@@ -14,7 +14,9 @@
 // data_wait_pct is the share of ticks (= wall time) with the GPU idle for data; ticks are
 // counted only inside the span the records cover (the job's CUDA life). A second set of totals
 // counts only the ticks from a window start on (the steady state after the job's warm-up, set
-// by the watcher once it knows when the first kernel ran).
+// by the watcher once it knows when the first kernel ran) to the last tick with the GPU busy:
+// the idle ticks after it (the job's shutdown) count only once the GPU gets busy again or the
+// idle stretch outlasts the idle-tail limit (the job went idle for good: all of it counts).
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -51,6 +53,7 @@ struct AttributionTotals {
 
   std::optional<double> idle_pct() const;
   std::optional<double> cause_pct(IdleCause c) const;  // share of all ticks (wall time)
+  void add(const AttributionTotals& other);
 };
 
 class IdleAttribution {
@@ -67,6 +70,8 @@ class IdleAttribution {
   // Ticks at or after t_ns also count in window_totals(). Set it before records covering those
   // ticks arrive (ticks wait for their records, so the first kernel's record is early enough).
   void set_window_start(std::uint64_t t_ns) { window_start_ns_ = t_ns; }
+  // How long an idle end of the window may last and still be left out (default 60 s).
+  void set_max_idle_tail(std::uint64_t ns) { max_idle_tail_ns_ = ns; }
   const AttributionTotals& totals() const { return totals_; }
   const AttributionTotals& window_totals() const { return window_; }
 
@@ -90,6 +95,12 @@ class IdleAttribution {
   AttributionTotals totals_;
   AttributionTotals window_;
   std::uint64_t window_start_ns_ = UINT64_MAX;
+  // The window's idle ticks since its last busy one (not yet counted), and when the idle
+  // stretch began (0: the last tick was busy).
+  AttributionTotals window_tail_;
+  std::uint64_t window_idle_from_ns_ = 0;
+  std::uint64_t max_idle_tail_ns_ = 60'000'000'000;
+  void count_in_window(const ThreadTick& t, const Moment& m);
 };
 
 }  // namespace gb::cuda_activity

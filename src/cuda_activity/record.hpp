@@ -130,8 +130,15 @@ double bin_mid_ns(int bin);
 inline bool mask_bit(const std::uint8_t* mask, int i) {
   return i >= 0 && i < kMaskMs && (mask[i / 8] >> (i % 8)) & 1;
 }
+
 inline void set_mask_bit(std::uint8_t* mask, int i) {
   if (i >= 0 && i < kMaskMs) mask[i / 8] = static_cast<std::uint8_t>(mask[i / 8] | (1u << (i % 8)));
 }
+
+// Whether a device was busy (a kernel, copy or memset span) in the record's interval.
+bool gpu_busy(const IntervalRecord& r);
+// The end of the last millisecond in which a device was mostly busy, by the idle masks (the
+// record's end when its GPU work never filled half a millisecond); 0 without GPU work.
+std::uint64_t last_busy_ns(const IntervalRecord& r);
 
 }  // namespace gb::cuda_activity

@@ -13,8 +13,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "watch/steady_window.hpp"
+#include "core/format.hpp"
 #include "core/thread_name.hpp"
+#include "watch/steady_window.hpp"
 
 namespace gb::watch {
 
@@ -184,7 +185,9 @@ CudaActivitySetup prepare_cuda_activity(bool want, bool command_given, double in
 }
 
 CudaMonitor::CudaMonitor(CudaActivitySetup setup, std::string proc_root)
-    : setup_(std::move(setup)), proc_root_(std::move(proc_root)), start_ns_(mono_ns()) {}
+    : setup_(std::move(setup)), proc_root_(std::move(proc_root)), start_ns_(mono_ns()) {
+  attribution_.set_max_idle_tail(static_cast<std::uint64_t>(kMaxIdleTailS * 1e9));
+}
 
 std::uint64_t CudaMonitor::steady_start_ns() const {
   return first_kernel_ns_ ? first_kernel_ns_ + static_cast<std::uint64_t>(kWarmupS * 1e9)
@@ -224,6 +227,26 @@ void CudaMonitor::read_io(std::uint64_t now_ns, bool steady) {
   io_seen_ = true;
   io_run_.add(now_ns, delta);
   if (steady) io_steady_.add(now_ns, delta);
+}
+
+void CudaMonitor::add_steady(const ca::IntervalRecord& r) {
+  steady_tail_.add(r);
+  if (const std::uint64_t busy_to = ca::last_busy_ns(r)) {
+    steady_busy_end_ns_ = std::max(steady_busy_end_ns_, busy_to);
+    steady_.merge(steady_tail_);
+    steady_tail_ = CudaTotals();
+    steady_.end_at(steady_busy_end_ns_);
+    return;
+  }
+  // An idle stretch past the limit counts from then on, to its end.
+  const std::uint64_t idle_from =
+      steady_busy_end_ns_ ? steady_busy_end_ns_
+                          : (steady_.empty() ? steady_tail_.begin_ns()
+                                             : std::min(steady_.begin_ns(), steady_tail_.begin_ns()));
+  if (steady_tail_.end_ns() > idle_from + static_cast<std::uint64_t>(kMaxIdleTailS * 1e9)) {
+    steady_.merge(steady_tail_);
+    steady_tail_ = CudaTotals();
+  }
 }
 
 bool CudaMonitor::steady_judged() const {
@@ -398,7 +421,7 @@ void CudaMonitor::read_rings() {
       }
       run_.add(r);
       interval_.add(r);
-      if (r.t0_ns >= steady_start_ns()) steady_.add(r);
+      if (r.t0_ns >= steady_start_ns()) add_steady(r);
       attribution_.add_record(r);
       ring.kernels += kernels;
     }
@@ -480,6 +503,11 @@ std::vector<Result> CudaMonitor::results(std::optional<double> nvml_util_pct) co
                      clock_text(from + static_cast<double>(steady_.wall_ns()) / 1e9) +
                      ": start-up before the first kernel (" + clock_text(first) + ") and a " +
                      clock_text(kWarmupS).substr(3) + "-s warm-up excluded";
+    if (!steady_tail_.empty() && steady_tail_.end_ns() > steady_.end_ns())
+      in.window_note += ", and the idle end after the last GPU work (" +
+                        fixed(static_cast<double>(steady_tail_.end_ns() - steady_.end_ns()) / 1e9,
+                              1) +
+                        " s)";
   } else if (first_kernel_ns_) {
     in.window_note = "all CUDA activity: the job ran less than " +
                      std::to_string(static_cast<int>(kWarmupS + kMinSteadyS)) +

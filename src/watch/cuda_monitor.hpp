@@ -102,8 +102,13 @@ class CudaMonitor {
   std::vector<std::string> ring_errors_;
   std::uint64_t lost_ = 0;
   // run_: every record from the first CUDA work; steady_: those from kWarmupS after the first
-  // kernel (watch/steady_window.hpp), the window the results judge when it is long enough.
-  CudaTotals run_, interval_, steady_;
+  // kernel to the last millisecond of GPU work (watch/steady_window.hpp), the window the
+  // results judge when it is long enough. steady_tail_: the records without GPU work since the
+  // last that had some (the job's idle end, so far); they join steady_ once GPU work follows
+  // them or once the idle stretch lasts longer than kMaxIdleTailS (then the rest counts too).
+  CudaTotals run_, interval_, steady_, steady_tail_;
+  std::uint64_t steady_busy_end_ns_ = 0;  // the last GPU work in the steady records
+  void add_steady(const cuda_activity::IntervalRecord& r);
   std::uint64_t start_ns_ = 0;         // CLOCK_MONOTONIC when the monitor was made
   std::uint64_t first_kernel_ns_ = 0;  // start of the first interval record with kernels
   cuda_activity::IdleAttribution attribution_;

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/format.hpp"
+
 namespace gb::watch {
 
 namespace ca = cuda_activity;
@@ -45,12 +47,6 @@ std::optional<double> hist_quantile_ns(const std::array<std::uint64_t, ca::kDura
       return ca::bin_mid_ns(b);
   }
   return std::nullopt;
-}
-
-std::string fixed(double v, int digits) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
 }
 
 }  // namespace
@@ -111,6 +107,60 @@ void CudaTotals::add(const ca::IntervalRecord& r) {
     RangeSums& g = ranges_[name];
     g.ns += t.ns;
     g.count += t.count;
+  }
+}
+
+void CudaTotals::merge(const CudaTotals& o) {
+  if (o.records_ == 0) return;
+  records_ += o.records_;
+  t_begin_ = t_begin_ ? std::min(t_begin_, o.t_begin_) : o.t_begin_;
+  t_end_ = std::max(t_end_, o.t_end_);
+  for (const auto& [dev, d] : o.devices_) {
+    DeviceSums& s = devices_[dev];
+    s.busy_ns += d.busy_ns;
+    s.wall_ns += d.wall_ns;
+  }
+  kernels_ += o.kernels_;
+  tiny_kernels_ += o.tiny_kernels_;
+  kernel_ns_ += o.kernel_ns_;
+  tiny_kernel_ns_ += o.tiny_kernel_ns_;
+  gaps_ += o.gaps_;
+  gap_ns_ += o.gap_ns_;
+  for (std::size_t b = 0; b < kernel_hist_.size(); ++b) {
+    kernel_hist_[b] += o.kernel_hist_[b];
+    gap_hist_[b] += o.gap_hist_[b];
+  }
+  for (std::size_t k = 0; k < copies_.size(); ++k) {
+    copies_[k].bytes += o.copies_[k].bytes;
+    copies_[k].ns += o.copies_[k].ns;
+    copies_[k].count += o.copies_[k].count;
+  }
+  syncs_ += o.syncs_;
+  sync_ns_ += o.sync_ns_;
+  for (const auto& [pid, c] : o.counters_) {
+    ProcessCounters& mine = counters_[pid];
+    mine.dropped = std::max(mine.dropped, c.dropped);
+    mine.late = std::max(mine.late, c.late);
+    mine.overflow = std::max(mine.overflow, c.overflow);
+  }
+  named_other_ns_ += o.named_other_ns_;
+  for (const auto& [name, k] : o.names_) {
+    auto it = names_.find(name);
+    if (it == names_.end() && names_.size() >= kMaxKernelNames) {
+      named_other_ns_ += k.ns;
+      continue;
+    }
+    KernelSums& mine = names_[name];
+    mine.ns += k.ns;
+    mine.count += k.count;
+    mine.tensor = k.tensor;
+  }
+  nvtx_ranges_ += o.nvtx_ranges_;
+  for (const auto& [name, g] : o.ranges_) {
+    if (ranges_.size() >= kMaxRangeNames && !ranges_.count(name)) continue;
+    RangeSums& mine = ranges_[name];
+    mine.ns += g.ns;
+    mine.count += g.count;
   }
 }
 

@@ -2,6 +2,7 @@
 // devices), for one sampling interval (CudaInterval) or the whole run (the watch.cuda.*
 // results, docs/watch.md). Memory is bounded: fixed histograms, at most kMaxKernelNames names.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -22,8 +23,16 @@ class CudaTotals {
   static constexpr std::size_t kMaxRangeNames = 256;
 
   void add(const cuda_activity::IntervalRecord& r);
+  // Adds other's sums, as if its records had been added here (names past the bound go to the
+  // unnamed rest, as in add()).
+  void merge(const CudaTotals& other);
+  // The covered span ends at t_ns (the last GPU work), not at the end of the interval it fell
+  // in; records added later extend it again.
+  void end_at(std::uint64_t t_ns) { t_end_ = std::max(t_begin_, std::min(t_end_, t_ns)); }
   bool empty() const { return records_ == 0; }
   std::uint64_t wall_ns() const { return t_end_ > t_begin_ ? t_end_ - t_begin_ : 0; }
+  std::uint64_t begin_ns() const { return t_begin_; }  // CLOCK_MONOTONIC; 0 while empty
+  std::uint64_t end_ns() const { return t_end_; }
 
   // The figures of one sampling interval.
   CudaInterval interval() const;

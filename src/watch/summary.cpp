@@ -644,19 +644,20 @@ void WatchSummary::Window::flush_tail() {
     end_s = t.t_s;
   }
   tail.clear();
-  tail_s = 0;
 }
 
 void WatchSummary::Window::add(const WatchSample& s, bool active) {
   if (!begin_s) begin_s = s.t_s - s.interval_s;
   if (active) {
     flush_tail();
+    tail_s = 0;
     acc.add(s);
     end_s = s.t_s;
     return;
   }
   tail.push_back(s);
   tail_s += s.interval_s;
+  // An idle stretch past the limit counts from then on, to its end.
   if (tail_s > kMaxIdleTailS) flush_tail();
 }
 

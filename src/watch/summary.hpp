@@ -133,14 +133,13 @@ class SampleAccumulator {
 // indexing, model build), the first steps' autotuning and the shutdown do not dilute a training
 // job's figures, while a starved job, whose GPU only flickers, keeps all of its working time.
 // Idle stretches inside the window count (an evaluation pass on the CPU is part of the job); an
-// idle tail longer than kMaxIdleTailS counts too (the job really went idle). A steady window
+// idle tail longer than kMaxIdleTailS (watch/steady_window.hpp) counts too (the job really went idle). A steady window
 // shorter than kMinSteadyS falls back to the working window with the warm-up; a run whose GPU
 // never got busy, or without a GPU, is summarised whole.
 class WatchSummary {
  public:
   static constexpr double kBusyUtilPct = 5.0;
   static constexpr double kActiveUtilPct = 1.0;
-  static constexpr double kMaxIdleTailS = 60.0;
 
   explicit WatchSummary(std::size_t max_series_points = 2048);
   void add(const WatchSample& s);
@@ -165,7 +164,7 @@ class WatchSummary {
     void flush_tail();
     SampleAccumulator acc;
     std::vector<WatchSample> tail;
-    double tail_s = 0;
+    double tail_s = 0;  // idle seconds since the last active sample
     std::optional<double> begin_s;  // start of the first sample
     double end_s = 0;               // end of the last sample counted
   };

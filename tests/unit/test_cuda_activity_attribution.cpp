@@ -70,6 +70,69 @@ TEST(CudaAttribution, DataWaitIsTheShareOfWallTimeIdleWhileWorkersWork) {
   EXPECT_EQ(tot.unresolved, 0u);
 }
 
+namespace {
+
+// Ten steps of 100 ms as above (busy 70 ms, then waiting for the workers), then `idle_ms` of
+// GPU idle with the main thread running (the job shutting down), then `busy_steps` more steps.
+// Ticks every 5 ms, each step's ticks sent before its records.
+void steps_idle_steps(ca::IdleAttribution& a, int idle_ms, int busy_steps) {
+  ca::IntervalReducer red(1, 100 * kMs);
+  auto ticks = [&](std::uint64_t from, int ms, bool running, int workers_busy) {
+    for (int i = 0; i < ms / 5; ++i)
+      a.add_tick(tick(from + static_cast<std::uint64_t>(i) * 5 * kMs + kMs / 2, running,
+                      workers_busy));
+  };
+  std::uint64_t t = T;
+  auto step = [&]() {
+    ticks(t, 100, false, 3);
+    red.add_kernel(0, t, t + 70 * kMs, "k");
+    for (const auto& r : red.close_until(t + 100 * kMs)) a.add_record(r);
+    t += 100 * kMs;
+  };
+  for (int s = 0; s < 10; ++s) step();
+  ticks(t, idle_ms, true, 0);
+  t += static_cast<std::uint64_t>(idle_ms) * kMs;
+  for (const auto& r : red.close_until(t)) a.add_record(r);
+  for (int s = 0; s < busy_steps; ++s) step();
+  a.finish();
+}
+
+}  // namespace
+
+TEST(CudaAttribution, TheWindowEndsAtTheLastBusyTickNotAtTheJobsExit) {
+  ca::IdleAttribution a;
+  a.set_window_start(T);
+  steps_idle_steps(a, 600, 0);
+  // The whole CUDA life counts the shutdown's 120 ticks as host time ...
+  EXPECT_EQ(a.totals().ticks, 320u);
+  EXPECT_EQ(a.totals().by_cause[static_cast<int>(ca::IdleCause::host)], 120u);
+  // ... the window ends with the last busy tick: 9 full steps and the last one's 14 busy ticks.
+  const auto& w = a.window_totals();
+  EXPECT_EQ(w.ticks, 194u);
+  EXPECT_EQ(w.by_cause[static_cast<int>(ca::IdleCause::data)], 54u);
+  EXPECT_EQ(w.by_cause[static_cast<int>(ca::IdleCause::host)], 0u);
+}
+
+TEST(CudaAttribution, AnIdleStretchInsideTheWindowCounts) {
+  ca::IdleAttribution a;
+  a.set_window_start(T);
+  steps_idle_steps(a, 600, 2);
+  const auto& w = a.window_totals();
+  // Up to the last busy tick of the two steps after the pause: 360 ticks less the last 6.
+  EXPECT_EQ(w.ticks, 354u);
+  EXPECT_EQ(w.by_cause[static_cast<int>(ca::IdleCause::host)], 120u);
+  EXPECT_EQ(w.by_cause[static_cast<int>(ca::IdleCause::data)], 66u);
+}
+
+TEST(CudaAttribution, AnIdleEndPastTheLimitCountsWhole) {
+  ca::IdleAttribution a;
+  a.set_window_start(T);
+  a.set_max_idle_tail(200 * kMs);
+  steps_idle_steps(a, 600, 0);
+  EXPECT_EQ(a.window_totals().ticks, a.totals().ticks);
+  EXPECT_EQ(a.window_totals().by_cause[static_cast<int>(ca::IdleCause::host)], 120u);
+}
+
 TEST(CudaAttribution, IdleInsideASyncIsASyncStallWhateverTheThreadShows) {
   ca::IdleAttribution a;
   for (int i = 0; i < 20; ++i)

@@ -77,6 +77,28 @@ TEST(WatchCudaTotals, RunFiguresFromIntervalRecords) {
   EXPECT_GT(value(rs, "watch.cuda.idle_gaps.count"), 100);
 }
 
+TEST(WatchCudaTotals, MergingGivesTheFiguresOfAddingEveryRecord) {
+  const auto records = two_seconds(10);
+  ASSERT_EQ(records.size(), 2u);
+  CudaTotals all, first, second;
+  for (const auto& r : records) all.add(r);
+  first.add(records[0]);
+  second.add(records[1]);
+  first.merge(second);
+  first.merge(CudaTotals());  // an empty one changes nothing
+  CudaTotals::Inputs in;
+  in.processes = 1;
+  const auto want = all.results(in);
+  const auto got = first.results(in);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].key, want[i].key);
+    EXPECT_EQ(got[i].value, want[i].value) << want[i].key;
+    EXPECT_EQ(got[i].params.size(), want[i].params.size()) << want[i].key;
+  }
+  EXPECT_EQ(first.wall_ns(), all.wall_ns());
+}
+
 TEST(WatchCudaTotals, SkippedWithTheReasonWhenNotCollected) {
   CudaTotals tot;
   CudaTotals::Inputs in;
@@ -175,6 +197,15 @@ class WatchCudaMonitor : public ::testing::Test {
     std::ofstream(root_ / std::to_string(pid) / "task" / std::to_string(pid) / "stat") << stat;
     std::ofstream(root_ / std::to_string(pid) / "task" / std::to_string(pid) / "comm") << comm;
   }
+  // As live: the monitor samples the threads every 10 ms over each record's interval, then
+  // the record arrives through the ring.
+  static void feed(CudaMonitor& m, ca::RingWriter& w, const std::vector<ca::IntervalRecord>& rs) {
+    for (const ca::IntervalRecord& r : rs) {
+      for (std::uint64_t t = r.t0_ns + kMs / 2; t < r.t1_ns; t += 10 * kMs) m.tick(t);
+      w.write(r);
+      m.read_rings();
+    }
+  }
   fs::path root_;
 };
 
@@ -260,21 +291,93 @@ TEST_F(WatchCudaMonitor, FiguresJudgeTheSteadyStateAfterTheFirstKernelAndAWarmUp
   ASSERT_TRUE(w) << why;
   CudaMonitor m(on, root_.string());
   m.set_tree({static_cast<int>(me), static_cast<int>(me) + 1});
-  for (const auto& r : start_up_warm_up_steady(me)) w->write(r);
-  m.read_rings();
-  for (int i = 0; i < 2000; ++i) m.tick(T + static_cast<std::uint64_t>(i) * 10 * kMs + kMs / 2);
+  feed(m, *w, start_up_warm_up_steady(me));
   const auto interval = m.take_interval().first;
   ASSERT_TRUE(interval.since_first_kernel_s);
   m.finish();
   const auto rs = m.results(std::nullopt);
-  // 08-20 s: 60 % busy; the whole CUDA life would say 3 x 1 % + 5 x 20 % + 12 x 60 % / 20.
-  EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 60.0, 0.01);
-  EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 40.0, 1.0);
+  // 08 s to the last kernel's end at 19.6 s: 12 x 600 ms busy in 11.6 s; the whole CUDA life
+  // would say (3 x 1 % + 5 x 20 % + 12 x 60 %) / 20.
+  EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 100.0 * 7.2 / 11.6, 0.01);
+  EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 100.0 * 4.4 / 11.6, 1.0);
   EXPECT_DOUBLE_EQ(value(rs, "watch.cuda.kernels.count"), 12.0);
   EXPECT_EQ(*result(rs, "watch.cuda.kernels.count")->text_param("whole run"), "17");
   const std::string covers = *result(rs, "watch.cuda.busy.pct")->text_param("covers");
-  EXPECT_NE(covers.find("12.0 s, the steady state"), std::string::npos) << covers;
+  EXPECT_NE(covers.find("11.6 s, the steady state"), std::string::npos) << covers;
   EXPECT_NE(covers.find("5-s warm-up excluded"), std::string::npos) << covers;
+}
+
+namespace {
+
+// start_up_warm_up_steady's 20 s, then `idle_s` seconds without GPU work (the job shutting
+// down, or a pause), then `busy_s` more seconds at 60 %.
+std::vector<ca::IntervalRecord> steady_idle_busy(std::uint32_t pid, int idle_s, int busy_s) {
+  ca::IntervalReducer red(pid, 1000 * kMs);
+  for (int s = 0; s < 20 + idle_s + busy_s; ++s) {
+    const std::uint64_t t0 = T + static_cast<std::uint64_t>(s) * 1000 * kMs;
+    if (s < 3)
+      red.add_copy(0, t0, t0 + 10 * kMs, 50'000'000, ca::CopyKind::h2d_pageable);
+    else if (s < 20 || s >= 20 + idle_s)
+      red.add_kernel(0, t0, t0 + (s < 8 ? 200 : 600) * kMs, "sm90_xmma_gemm_bf16bf16");
+  }
+  return red.close_until(T + static_cast<std::uint64_t>(20 + idle_s + busy_s) * 1000 * kMs);
+}
+
+}  // namespace
+
+class WatchCudaMonitorEnd : public WatchCudaMonitor {
+ protected:
+  // The job's records, fed as live with the main thread blocked and a worker busy (idle time
+  // is data wait); the results once it ended.
+  std::vector<gb::Result> watch(const std::vector<ca::IntervalRecord>& records) {
+    const auto me = static_cast<std::uint32_t>(::getpid());
+    process(static_cast<int>(me), "python3", 'S');
+    process(static_cast<int>(me) + 1, "pt_data_worker", 'R');
+    gb::watch::CudaActivitySetup on;
+    on.enabled = true;
+    on.ring_dir = (root_ / "rings").string();
+    fs::create_directories(on.ring_dir);
+    std::string why;
+    auto w = ca::RingWriter::create(on.ring_dir, me, me, 0, 128, why);
+    EXPECT_TRUE(w) << why;
+    if (!w) return {};
+    CudaMonitor m(on, root_.string());
+    m.set_tree({static_cast<int>(me), static_cast<int>(me) + 1});
+    feed(m, *w, records);
+    m.finish();
+    return m.results(std::nullopt);
+  }
+};
+
+TEST_F(WatchCudaMonitorEnd, TheIdleEndAfterTheLastGpuWorkIsLeftOut) {
+  // 3 s of shutdown after the last interval with kernels (freeing memory, destroying the
+  // context): judged with it, 7.2 s busy in 15 s would read 48 % and the data wait 52 %. The
+  // window ends with the last kernel, at 19.6 s.
+  const auto rs = watch(steady_idle_busy(static_cast<std::uint32_t>(::getpid()), 3, 0));
+  EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 100.0 * 7.2 / 11.6, 0.01);
+  EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 100.0 * 4.4 / 11.6, 1.0);
+  const std::string covers = *result(rs, "watch.cuda.busy.pct")->text_param("covers");
+  EXPECT_NE(covers.find("11.6 s, the steady state"), std::string::npos) << covers;
+  EXPECT_NE(covers.find("the idle end after the last GPU work (3.4 s)"), std::string::npos)
+      << covers;
+}
+
+TEST_F(WatchCudaMonitorEnd, AnIdleStretchFollowedByGpuWorkCounts) {
+  // A 3-s pause (an evaluation on the CPU, a checkpoint) then 2 s more of training.
+  // 08 s to the last kernel's end at 24.6 s: 14 x 600 ms busy in 16.6 s, the pause included.
+  const auto rs = watch(steady_idle_busy(static_cast<std::uint32_t>(::getpid()), 3, 2));
+  EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 100.0 * 8.4 / 16.6, 0.01);
+  EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 100.0 * (13 * 0.4 + 3) / 16.6, 1.0);
+  const std::string covers = *result(rs, "watch.cuda.busy.pct")->text_param("covers");
+  EXPECT_NE(covers.find("16.6 s"), std::string::npos) << covers;
+  EXPECT_EQ(covers.find("idle end"), std::string::npos) << covers;
+}
+
+TEST_F(WatchCudaMonitorEnd, AnIdleEndLongerThanTheLimitCountsWhole) {
+  // The job went idle for good (70 s > kMaxIdleTailS): all of it counts.
+  const auto rs = watch(steady_idle_busy(static_cast<std::uint32_t>(::getpid()), 70, 0));
+  EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 100.0 * 7.2 / 82, 0.01);
+  EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 100.0 * (12 * 0.4 + 70) / 82, 1.0);
 }
 
 TEST_F(WatchCudaMonitor, AShortCudaLifeIsJudgedWholeAndSaysSo) {

@@ -283,7 +283,9 @@ TEST(WatchSummary, ALongIdleTailCountsAsTheJobGoingIdle) {
   for (int i = 0; i < 10; ++i) summary.add(sample(++t, 90, 60, 100));
   for (int i = 0; i < 100; ++i) summary.add(sample(++t, 0, 60, 100));
   const auto results = summary.results(SummaryContext{});
-  EXPECT_LT(*find(results, "watch.gpu.util.pct")->value, 20.0);
+  // All 100 idle seconds count, not only the first 60: 5 s at 90 % after the warm-up, then idle.
+  EXPECT_DOUBLE_EQ(*find(results, "watch.window.s")->value, 105.0);
+  EXPECT_NEAR(*find(results, "watch.gpu.util.pct")->value, 5 * 90 / 105.0, 1e-9);
 }
 
 TEST(WatchGpu, TheNewestDriverSampleWaitsForTheNextInterval) {
