@@ -11,10 +11,11 @@
 #              each job ended by itself, its judged window and its NVTX ranges       ~5.9 min
 #   truth   1. ground truth: well fed, one starved worker, many workers, pin_memory=False
 #              time their own data wait (next(loader_iter), GPU synchronized at every step,
-#              over the steady window; TRUTH_S=15 s of loop), each in a run of its own, and
-#              the same job under watch (watch.cuda.data_wait.pct must be within 3 points).
-#              The watched runs come from CORPUS=DIR (a corpus OUTDIR) when it holds them,
-#              else they run here                                          ~1.7 min (+1.7 min)
+#              over the steady window; TRUTH_S=15 s of loop), each in a run of its own, right
+#              followed by the same job under watch (watch.cuda.data_wait.pct must be within
+#              3 points; back to back, so a job whose share drifts between runs -- many_workers
+#              on a small set -- is compared with its neighbour). CORPUS=DIR (a corpus OUTDIR)
+#              takes the watched runs from there instead                   ~3.5 min
 #           2. overhead: eager ResNet-50 b256 under watch without / with the injection,
 #              interleaved twice (>= 97 %); the same step captured as one CUDA graph, the same
 #              way (>= 99 %); OVER_S=10 s of loop each                                ~2.8 min
@@ -38,7 +39,7 @@ OVER_S=${OVER_S:-10}    # loop seconds of an overhead run (after ~3 s of warm-up
 BUSY_S=${BUSY_S:-15}    # loop seconds of the duty-cycle runs
 STARTUP_S=8             # python + torch + torchvision import, model build (estimate)
 DATA=$(realpath -m "${DATA:-$OUT/data}")
-CORPUS=${CORPUS:-$OUT/corpus}
+CORPUS=${CORPUS:-}  # truth: watched runs from a corpus OUTDIR's corpus/ (default: run here)
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUT"
 cd "$ROOT" || exit 1
@@ -46,7 +47,10 @@ cd "$ROOT" || exit 1
 [[ -f $BUILD/apps/gpubase/libgpubase_cuda_inject.so ]] ||
   echo "warning: libgpubase_cuda_inject.so not built: every watch.cuda figure will be skipped"
 GT_JOBS="well_fed starved_worker many_workers pageable"
-have_corpus() { for j in $GT_JOBS; do [[ -s $CORPUS/$j.json ]] || return 1; done; }
+have_corpus() {
+  [[ -n $CORPUS ]] || return 1
+  for j in $GT_JOBS; do [[ -s $CORPUS/$j.json ]] || return 1; done
+}
 
 if [[ $MODE == corpus ]]; then
   est=$(( 40 + 10 + 9 * (STARTUP_S + JOB_S + 3) ))
@@ -93,22 +97,23 @@ if [[ $MODE == corpus ]]; then
 else
   step "1. ground truth: 4 jobs time their own data wait (GPU synced at each step), ${TRUTH_S} s each"
   mkdir -p "$OUT/gt"
-  for job in $GT_JOBS; do
-    timeout $(( TRUTH_S + 60 )) python3 bench/cuda_jobs.py --job "$job" --seconds "$TRUTH_S" \
-      --data "$DATA" --ground-truth "$OUT/gt/$job.json" > "$OUT/gt/$job.log" 2>&1
-    echo "  $job (self-timed): rc=$?"
-  done
+  reuse=0
   if have_corpus; then
+    reuse=1
     echo "  the watched runs: $CORPUS"
   else
     CORPUS=$OUT/gt/watched
     mkdir -p "$CORPUS"
-    for job in $GT_JOBS; do
-      watch_job "$CORPUS/$job.json" "$TRUTH_S" -- python3 bench/cuda_jobs.py --job "$job" \
-        --seconds "$TRUTH_S" --data "$DATA"
-      echo "  $job (watched): rc=$?"
-    done
   fi
+  for job in $GT_JOBS; do
+    timeout $(( TRUTH_S + 60 )) python3 bench/cuda_jobs.py --job "$job" --seconds "$TRUTH_S" \
+      --data "$DATA" --ground-truth "$OUT/gt/$job.json" > "$OUT/gt/$job.log" 2>&1
+    echo "  $job (self-timed): rc=$?"
+    (( reuse )) && continue
+    watch_job "$CORPUS/$job.json" "$TRUTH_S" -- python3 bench/cuda_jobs.py --job "$job" \
+      --seconds "$TRUTH_S" --data "$DATA"
+    echo "  $job (watched, right after): rc=$?"
+  done
 
   step "2. overhead: without / with the injection, interleaved, ${OVER_S} s each"
   mkdir -p "$OUT/overhead"
