@@ -47,9 +47,12 @@ Segment sof(std::uint8_t marker, int precision, int w, int h, std::initializer_l
 
 Segment sos(int components) {
   Segment s{0xDA, {static_cast<std::uint8_t>(components)}};
-  for (int c = 0; c < components; ++c)
-    s.payload.insert(s.payload.end(), {static_cast<std::uint8_t>(c + 1), 0x00});
-  s.payload.insert(s.payload.end(), {0x00, 0x3F, 0x00});
+  // One byte at a time: GCC 12 warns (-Warray-bounds, wrongly) on inserting a list here.
+  for (int c = 0; c < components; ++c) {
+    s.payload.push_back(static_cast<std::uint8_t>(c + 1));
+    s.payload.push_back(0x00);
+  }
+  for (const std::uint8_t b : {0x00, 0x3F, 0x00}) s.payload.push_back(b);
   return s;
 }
 

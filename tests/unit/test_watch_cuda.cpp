@@ -233,85 +233,13 @@ TEST_F(WatchCudaMonitor, ThreadStatesGiveDiskWaitAndRunnableProcesses) {
   EXPECT_EQ(result(rs, "watch.cuda.busy.pct")->reason, "turned off (--no-cuda-activity)");
 }
 
-TEST_F(WatchCudaMonitor, RingsInTheFolderAreReadAndIdleTimeAttributed) {
-  const auto me = static_cast<std::uint32_t>(::getpid());
-  process(static_cast<int>(me), "python3", 'S');  // blocked ...
-  process(static_cast<int>(me) + 1, "pt_data_worker", 'R');  // ... while a worker works
-  gb::watch::CudaActivitySetup on;
-  on.enabled = true;
-  on.ring_dir = (root_ / "rings").string();
-  fs::create_directories(on.ring_dir);
-  std::string why;
-  auto w = ca::RingWriter::create(on.ring_dir, me, me, 0, 8, why);
-  ASSERT_TRUE(w) << why;
-  CudaMonitor m(on, root_.string());
-  m.set_tree({static_cast<int>(me), static_cast<int>(me) + 1});
-  // Ticks every 10 ms over two seconds; the GPU is idle 39 % of each second.
-  for (int i = 0; i < 200; ++i) m.tick(T + static_cast<std::uint64_t>(i) * 10 * kMs + kMs / 2);
-  for (const auto& r : two_seconds(me)) w->write(r);
-  m.read_rings();
-  const auto interval = m.take_interval().first;
-  ASSERT_TRUE(interval.busy_pct);
-  EXPECT_NEAR(*interval.busy_pct, 61.05, 0.01);
-  m.finish();
-  const auto rs = m.results(std::nullopt);
-  EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 39.0, 1.5);
-  EXPECT_NEAR(value(rs, "watch.cuda.idle.pct"), 39.0, 1.5);
-  EXPECT_DOUBLE_EQ(value(rs, "watch.cuda.idle.host.pct"), 0.0);
-}
 
 namespace {
 
 // A job's CUDA life: 3 s of start-up copies (model to the GPU), 5 s of warm-up at 20 % busy
-// (autotuning, the loader filling), then 12 s of steady training at 60 % busy.
-std::vector<ca::IntervalRecord> start_up_warm_up_steady(std::uint32_t pid) {
-  ca::IntervalReducer red(pid, 1000 * kMs);
-  for (int s = 0; s < 20; ++s) {
-    const std::uint64_t t0 = T + static_cast<std::uint64_t>(s) * 1000 * kMs;
-    if (s < 3)
-      red.add_copy(0, t0, t0 + 10 * kMs, 50'000'000, ca::CopyKind::h2d_pageable);
-    else
-      red.add_kernel(0, t0, t0 + (s < 8 ? 200 : 600) * kMs, "sm90_xmma_gemm_bf16bf16");
-  }
-  return red.close_until(T + 20'000 * kMs);
-}
-
-}  // namespace
-
-TEST_F(WatchCudaMonitor, FiguresJudgeTheSteadyStateAfterTheFirstKernelAndAWarmUp) {
-  const auto me = static_cast<std::uint32_t>(::getpid());
-  process(static_cast<int>(me), "python3", 'S');
-  process(static_cast<int>(me) + 1, "pt_data_worker", 'R');
-  gb::watch::CudaActivitySetup on;
-  on.enabled = true;
-  on.ring_dir = (root_ / "rings").string();
-  fs::create_directories(on.ring_dir);
-  std::string why;
-  auto w = ca::RingWriter::create(on.ring_dir, me, me, 0, 32, why);
-  ASSERT_TRUE(w) << why;
-  CudaMonitor m(on, root_.string());
-  m.set_tree({static_cast<int>(me), static_cast<int>(me) + 1});
-  feed(m, *w, start_up_warm_up_steady(me));
-  const auto interval = m.take_interval().first;
-  ASSERT_TRUE(interval.since_first_kernel_s);
-  m.finish();
-  const auto rs = m.results(std::nullopt);
-  // 08 s to the last kernel's end at 19.6 s: 12 x 600 ms busy in 11.6 s; the whole CUDA life
-  // would say (3 x 1 % + 5 x 20 % + 12 x 60 %) / 20.
-  EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 100.0 * 7.2 / 11.6, 0.01);
-  EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 100.0 * 4.4 / 11.6, 1.0);
-  EXPECT_DOUBLE_EQ(value(rs, "watch.cuda.kernels.count"), 12.0);
-  EXPECT_EQ(*result(rs, "watch.cuda.kernels.count")->text_param("whole run"), "17");
-  const std::string covers = *result(rs, "watch.cuda.busy.pct")->text_param("covers");
-  EXPECT_NE(covers.find("11.6 s, the steady state"), std::string::npos) << covers;
-  EXPECT_NE(covers.find("5-s warm-up excluded"), std::string::npos) << covers;
-}
-
-namespace {
-
-// start_up_warm_up_steady's 20 s, then `idle_s` seconds without GPU work (the job shutting
-// down, or a pause), then `busy_s` more seconds at 60 %.
-std::vector<ca::IntervalRecord> steady_idle_busy(std::uint32_t pid, int idle_s, int busy_s) {
+// (autotuning, the loader filling), 12 s of steady training at 60 % busy; then `idle_s`
+// seconds without GPU work (the job shutting down, or a pause) and `busy_s` more at 60 %.
+std::vector<ca::IntervalRecord> job_life(std::uint32_t pid, int idle_s = 0, int busy_s = 0) {
   ca::IntervalReducer red(pid, 1000 * kMs);
   for (int s = 0; s < 20 + idle_s + busy_s; ++s) {
     const std::uint64_t t0 = T + static_cast<std::uint64_t>(s) * 1000 * kMs;
@@ -325,11 +253,12 @@ std::vector<ca::IntervalRecord> steady_idle_busy(std::uint32_t pid, int idle_s, 
 
 }  // namespace
 
-class WatchCudaMonitorEnd : public WatchCudaMonitor {
+class WatchCudaMonitorJob : public WatchCudaMonitor {
  protected:
   // The job's records, fed as live with the main thread blocked and a worker busy (idle time
-  // is data wait); the results once it ended.
-  std::vector<gb::Result> watch(const std::vector<ca::IntervalRecord>& records) {
+  // is data wait); the results once it ended, and the last interval's figures before that.
+  std::vector<gb::Result> watch(const std::vector<ca::IntervalRecord>& records,
+                                gb::watch::CudaInterval* last_interval = nullptr) {
     const auto me = static_cast<std::uint32_t>(::getpid());
     process(static_cast<int>(me), "python3", 'S');
     process(static_cast<int>(me) + 1, "pt_data_worker", 'R');
@@ -344,16 +273,33 @@ class WatchCudaMonitorEnd : public WatchCudaMonitor {
     CudaMonitor m(on, root_.string());
     m.set_tree({static_cast<int>(me), static_cast<int>(me) + 1});
     feed(m, *w, records);
+    if (last_interval) *last_interval = m.take_interval().first;
     m.finish();
     return m.results(std::nullopt);
   }
 };
 
-TEST_F(WatchCudaMonitorEnd, TheIdleEndAfterTheLastGpuWorkIsLeftOut) {
+TEST_F(WatchCudaMonitorJob, FiguresJudgeTheSteadyStateAfterTheFirstKernelAndAWarmUp) {
+  gb::watch::CudaInterval interval;
+  const auto rs = watch(job_life(static_cast<std::uint32_t>(::getpid())), &interval);
+  ASSERT_TRUE(interval.since_first_kernel_s);
+  // 08 s to the last kernel's end at 19.6 s: 12 x 600 ms busy in 11.6 s; the whole CUDA life
+  // would say (3 x 1 % + 5 x 20 % + 12 x 60 %) / 20.
+  EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 100.0 * 7.2 / 11.6, 0.01);
+  EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 100.0 * 4.4 / 11.6, 1.0);
+  EXPECT_DOUBLE_EQ(value(rs, "watch.cuda.kernels.count"), 12.0);
+  EXPECT_EQ(*result(rs, "watch.cuda.kernels.count")->text_param("whole run"), "17");
+  const std::string covers = *result(rs, "watch.cuda.busy.pct")->text_param("covers");
+  EXPECT_NE(covers.find("11.6 s, the steady state"), std::string::npos) << covers;
+  EXPECT_NE(covers.find("5-s warm-up excluded"), std::string::npos) << covers;
+  EXPECT_EQ(covers.find("idle end"), std::string::npos) << covers;
+}
+
+TEST_F(WatchCudaMonitorJob, TheIdleEndAfterTheLastGpuWorkIsLeftOut) {
   // 3 s of shutdown after the last interval with kernels (freeing memory, destroying the
   // context): judged with it, 7.2 s busy in 15 s would read 48 % and the data wait 52 %. The
   // window ends with the last kernel, at 19.6 s.
-  const auto rs = watch(steady_idle_busy(static_cast<std::uint32_t>(::getpid()), 3, 0));
+  const auto rs = watch(job_life(static_cast<std::uint32_t>(::getpid()), 3, 0));
   EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 100.0 * 7.2 / 11.6, 0.01);
   EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 100.0 * 4.4 / 11.6, 1.0);
   const std::string covers = *result(rs, "watch.cuda.busy.pct")->text_param("covers");
@@ -362,10 +308,10 @@ TEST_F(WatchCudaMonitorEnd, TheIdleEndAfterTheLastGpuWorkIsLeftOut) {
       << covers;
 }
 
-TEST_F(WatchCudaMonitorEnd, AnIdleStretchFollowedByGpuWorkCounts) {
+TEST_F(WatchCudaMonitorJob, AnIdleStretchFollowedByGpuWorkCounts) {
   // A 3-s pause (an evaluation on the CPU, a checkpoint) then 2 s more of training.
   // 08 s to the last kernel's end at 24.6 s: 14 x 600 ms busy in 16.6 s, the pause included.
-  const auto rs = watch(steady_idle_busy(static_cast<std::uint32_t>(::getpid()), 3, 2));
+  const auto rs = watch(job_life(static_cast<std::uint32_t>(::getpid()), 3, 2));
   EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 100.0 * 8.4 / 16.6, 0.01);
   EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 100.0 * (13 * 0.4 + 3) / 16.6, 1.0);
   const std::string covers = *result(rs, "watch.cuda.busy.pct")->text_param("covers");
@@ -373,29 +319,26 @@ TEST_F(WatchCudaMonitorEnd, AnIdleStretchFollowedByGpuWorkCounts) {
   EXPECT_EQ(covers.find("idle end"), std::string::npos) << covers;
 }
 
-TEST_F(WatchCudaMonitorEnd, AnIdleEndLongerThanTheLimitCountsWhole) {
+TEST_F(WatchCudaMonitorJob, AnIdleEndLongerThanTheLimitCountsWhole) {
   // The job went idle for good (70 s > kMaxIdleTailS): all of it counts.
-  const auto rs = watch(steady_idle_busy(static_cast<std::uint32_t>(::getpid()), 70, 0));
+  const auto rs = watch(job_life(static_cast<std::uint32_t>(::getpid()), 70, 0));
   EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 100.0 * 7.2 / 82, 0.01);
   EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 100.0 * (12 * 0.4 + 70) / 82, 1.0);
 }
 
-TEST_F(WatchCudaMonitor, AShortCudaLifeIsJudgedWholeAndSaysSo) {
-  const auto me = static_cast<std::uint32_t>(::getpid());
-  process(static_cast<int>(me), "python3", 'R');
-  gb::watch::CudaActivitySetup on;
-  on.enabled = true;
-  on.ring_dir = (root_ / "rings").string();
-  fs::create_directories(on.ring_dir);
-  std::string why;
-  auto w = ca::RingWriter::create(on.ring_dir, me, me, 0, 8, why);
-  ASSERT_TRUE(w) << why;
-  CudaMonitor m(on, root_.string());
-  m.set_tree({static_cast<int>(me)});
-  for (const auto& r : two_seconds(me)) w->write(r);
-  m.read_rings();
-  m.finish();
-  const auto rs = m.results(std::nullopt);
+TEST_F(WatchCudaMonitorJob, RingsInTheFolderAreReadAndIdleTimeAttributed) {
+  // The GPU is idle 39 % of each second while the main thread waits and a worker works.
+  gb::watch::CudaInterval interval;
+  const auto rs = watch(two_seconds(static_cast<std::uint32_t>(::getpid())), &interval);
+  ASSERT_TRUE(interval.busy_pct);
+  EXPECT_NEAR(*interval.busy_pct, 61.05, 0.01);
+  EXPECT_NEAR(value(rs, "watch.cuda.data_wait.pct"), 39.0, 1.5);
+  EXPECT_NEAR(value(rs, "watch.cuda.idle.pct"), 39.0, 1.5);
+  EXPECT_DOUBLE_EQ(value(rs, "watch.cuda.idle.host.pct"), 0.0);
+}
+
+TEST_F(WatchCudaMonitorJob, AShortCudaLifeIsJudgedWholeAndSaysSo) {
+  const auto rs = watch(two_seconds(static_cast<std::uint32_t>(::getpid())));
   EXPECT_NEAR(value(rs, "watch.cuda.busy.pct"), 61.05, 0.01);
   const std::string covers = *result(rs, "watch.cuda.busy.pct")->text_param("covers");
   EXPECT_NE(covers.find("no warm-up was left out"), std::string::npos) << covers;
