@@ -130,7 +130,7 @@ WatchInputs read_watch_inputs(const Run& run) {
   const auto interval = value_of(run, "watch.interval.s");
   if (in.samples && interval)
     in.watched_s = *in.samples * *interval;
-  else if (run.duration_s > 0)
+  else if (run.duration_s > 0 && run.command == "watch")  // a watch run without samples
     in.watched_s = run.duration_s;
   return in;
 }

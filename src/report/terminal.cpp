@@ -7,7 +7,8 @@
 //   <section>        test | value | ± CV | datasheet | achievable | status
 //                        skipped: reason / FAIL: evidence / advice: what to do
 //   <watch section>  figure | value | what it belongs to (process, core, disk) or status
-//                        skipped: reason (once for consecutive figures skipped alike)
+//                        skipped: reason (once for consecutive figures skipped alike; a
+//                        long reason said before reads "<first clause> (as above)")
 //   Training         model | prec | batch | images/s | step ms (min-max) | ± CV | memory |
 //                    vs torch | status, one row per configuration (reasons once, as above)
 //   Baseline checklist   check (target) | measured | verdict | evidence, -> advice
@@ -72,9 +73,12 @@ class TerminalWriter {
   void explain(const Result& r, bool same_as_next = false) {
     const bool judged = r.status == Status::skipped || r.status == Status::invalid ||
                         r.status == Status::warn || r.status == Status::fail;
-    if (judged && !same_as_next)
-      detail(std::string(to_string(r.status)) + ": ",
-             r.reason.empty() ? "no reason given" : r.reason, r.status);
+    if (judged && !same_as_next) {
+      const std::string reason = r.reason.empty() ? "no reason given"
+                                 : r.status == Status::skipped ? reasons_.text(r.reason)
+                                                               : r.reason;
+      detail(std::string(to_string(r.status)) + ": ", reason, r.status);
+    }
     if (!judged && opt_.verbose && !r.reason.empty()) detail("", r.reason);
     if (!r.advice.empty() && r.status != Status::pass && !same_as_next)
       detail("advice: ", r.advice);
@@ -315,7 +319,13 @@ class TerminalWriter {
       std::vector<std::string> check = wrap(c.check, check_w);
       for (auto& l : wrap("(" + c.target + ")", check_w)) check.push_back(std::move(l));
       const auto measured = wrap(c.measured.value_or("-"), measured_w);
-      std::vector<std::string> evidence = wrap(c.evidence.empty() ? "-" : c.evidence, ev_w);
+      constexpr std::string_view kSkipped = "skipped: ";
+      const std::string ev =
+          c.evidence.empty() ? "-"
+          : c.status == Status::skipped && c.evidence.starts_with(kSkipped)
+              ? std::string(kSkipped) + reasons_.text(c.evidence.substr(kSkipped.size()))
+              : c.evidence;
+      std::vector<std::string> evidence = wrap(ev, ev_w);
       if (!c.advice.empty()) {
         const auto advice = wrap(advice_repeats ? "as above" : c.advice, ev_w - 3);
         for (std::size_t i = 0; i < advice.size(); ++i)
@@ -349,6 +359,7 @@ class TerminalWriter {
   std::size_t width_;
   std::size_t monitor_label_w_ = 0;  // monitor sections: one label and value width for all
   std::size_t monitor_value_w_ = 0;
+  RepeatedReasons reasons_;  // skip reasons said once in full
   std::string out_;
 };
 

@@ -333,6 +333,44 @@ std::string subject_text(const Result& r) {
   return out;
 }
 
+namespace {
+
+// "no NVIDIA driver found (CUDA: ...); install ..." -> "no NVIDIA driver found"; a long first
+// clause is cut at its first colon or comma too.
+std::string first_clause(std::string_view reason) {
+  auto cut_at = [&](std::initializer_list<std::string_view> seps, std::size_t cut) {
+    for (const std::string_view sep : seps) {
+      const std::size_t at = reason.find(sep);
+      if (at != std::string_view::npos && at >= 6) cut = std::min(cut, at);
+    }
+    return cut;
+  };
+  std::size_t cut = cut_at({" (", "; "}, reason.size());
+  if (cut > 60) cut = cut_at({": ", ", "}, cut);
+  return std::string(reason.substr(0, cut));
+}
+
+}  // namespace
+
+std::string RepeatedReasons::text(std::string_view reason) {
+  std::string out(reason);
+  // Longest first: a reason that holds a shorter one seen before is replaced whole.
+  std::vector<const std::string*> order;
+  for (const std::string& s : seen_) order.push_back(&s);
+  std::sort(order.begin(), order.end(),
+            [](const std::string* a, const std::string* b) { return a->size() > b->size(); });
+  bool shortened = false;
+  for (const std::string* s : order) {
+    const std::size_t at = out.find(*s);
+    if (at == std::string::npos) continue;
+    out.replace(at, s->size(), first_clause(*s) + " (as above)");
+    shortened = true;
+    break;
+  }
+  if (!shortened && reason.size() >= kMinChars) seen_.emplace_back(reason);
+  return out;
+}
+
 std::size_t display_width(std::string_view s) {
   std::size_t n = 0;
   for (const char c : s)

@@ -90,6 +90,18 @@ std::string training_notes(const TrainingRow& row);
 // "cpu3 (busiest in 290 of 300 intervals)", "pids 5012,5013". Empty when none is set.
 std::string subject_text(const Result& r);
 
+// A long reason printed again and again (every GPU figure of a run without a GPU says why)
+// reads once in full: a reason seen before is shortened to its first clause and "(as above)",
+// also inside a longer one ("no GPU: <reason seen>" -> "no GPU: <first clause> (as above)").
+class RepeatedReasons {
+ public:
+  static constexpr std::size_t kMinChars = 40;  // shorter ones are printed as they are
+  std::string text(std::string_view reason);
+
+ private:
+  std::vector<std::string> seen_;
+};
+
 // Columns a UTF-8 string takes (one per code point).
 std::size_t display_width(std::string_view s);
 std::string pad_right(std::string_view s, std::size_t width);

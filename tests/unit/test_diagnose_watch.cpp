@@ -680,6 +680,18 @@ TEST(DiagnoseWatch, ShortRunGetsANote) {
   EXPECT_TRUE(contains(f->evidence, "watched for 12 s (12 samples)")) << f->evidence;
 }
 
+TEST(DiagnoseWatch, AWatchWithoutSamplesIsJudgedByTheRunsLengthOnlyForWatchRuns) {
+  gb::Run run = well_fed();
+  for (auto& r : run.results)
+    if (r.key == "watch.samples") r.value.reset();
+  run.duration_s = 8;
+  EXPECT_NE(find(gb::diagnose::diagnose_watch(run), "short_run"), nullptr);
+  // A baseline whose training stage did not run (no GPU) watched nothing: its 8 s are the
+  // other stages', not a short watch.
+  run.command = "baseline";
+  EXPECT_EQ(find(gb::diagnose::diagnose_watch(run), "short_run"), nullptr);
+}
+
 // --- Skipped inputs ------------------------------------------------------------------------
 
 TEST(DiagnoseWatch, RulesStaySilentWhenTheirInputsWereNotMeasured) {

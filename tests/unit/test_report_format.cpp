@@ -130,3 +130,23 @@ TEST(ReportText, ThrottleBitsHaveNames) {
   EXPECT_EQ(detail::throttle_text(0), "none");
   EXPECT_EQ(detail::throttle_text(0x4 | 0x40), "power cap, HW thermal");
 }
+
+TEST(ReportText, ALongReasonSaidBeforeReadsItsFirstClauseAsAbove) {
+  detail::RepeatedReasons reasons;
+  const std::string driver =
+      "no NVIDIA driver found (CUDA: driver version is insufficient); install the NVIDIA driver "
+      "or run on a GPU host";
+  EXPECT_EQ(reasons.text(driver), driver) << "the first time in full";
+  EXPECT_EQ(reasons.text(driver), "no NVIDIA driver found (as above)");
+  EXPECT_EQ(reasons.text("no GPU: " + driver), "no GPU: no NVIDIA driver found (as above)")
+      << "inside a longer reason";
+  EXPECT_EQ(reasons.text("not run"), "not run");
+  EXPECT_EQ(reasons.text("not run"), "not run") << "short reasons are printed as they are";
+  const std::string perf =
+      "perf_event_open: permission denied (kernel.perf_event_paranoid is 4; needs <= 2)";
+  reasons.text(perf);
+  EXPECT_EQ(reasons.text(perf), "perf_event_open: permission denied (as above)");
+  const std::string plain(80, 'x');  // no clause to cut at: said whole again
+  reasons.text(plain);
+  EXPECT_EQ(reasons.text(plain), plain + " (as above)");
+}
