@@ -87,7 +87,7 @@ constexpr WatchThresholds kWatch{
     .run_queue_per_core = 1.5,
     .efficiency_min_util_pct = 80.0,
     .sm_active_low_pct = 50.0,
-    .tensor_unused_pct = 10.0,
+    .tensor_unused_pct = 1.0,
     .job_no_gpu_pct = 1.0,
     .mem_available_min_pct = 5.0,
     .steal_pct = 10.0,

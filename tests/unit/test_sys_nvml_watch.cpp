@@ -237,7 +237,7 @@ TEST(NvmlWatch, BusyNoTensorCardIsBusyWithIdleTensorCores) {
   const auto m = gpm.metrics();
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->sm_active_pct, 95.0);
-  EXPECT_EQ(m->tensor_active_pct, 3.0);
+  EXPECT_EQ(m->tensor_active_pct, 0.15);
 }
 
 TEST(NvmlWatch, WithoutALibraryEveryWatchQueryIsEmpty) {
