@@ -88,25 +88,14 @@ void CudaTotals::add(const ca::IntervalRecord& r) {
   c.overflow = std::max(c.overflow, r.overflow_spans);
   for (const ca::KernelTop& t : r.top) {
     if (!t.name[0]) break;
-    const std::string name(t.name, strnlen(t.name, ca::kNameChars));
-    auto it = names_.find(name);
-    if (it == names_.end() && names_.size() >= kMaxKernelNames) {
-      named_other_ns_ += t.ns;
-      continue;
-    }
-    KernelSums& k = names_[name];
-    k.ns += t.ns;
-    k.count += t.count;
-    k.tensor = t.tensor_core_guess != 0;
+    add_kernel_name(std::string(t.name, strnlen(t.name, ca::kNameChars)),
+                    KernelSums{t.ns, t.count, t.tensor_core_guess != 0});
   }
   nvtx_ranges_ += r.nvtx_ranges;
   for (const ca::RangeTop& t : r.nvtx) {
     if (!t.name[0]) break;
-    const std::string name(t.name, strnlen(t.name, ca::kRangeChars));
-    if (ranges_.size() >= kMaxRangeNames && !ranges_.count(name)) continue;
-    RangeSums& g = ranges_[name];
-    g.ns += t.ns;
-    g.count += t.count;
+    add_range_name(std::string(t.name, strnlen(t.name, ca::kRangeChars)),
+                   RangeSums{t.ns, t.count});
   }
 }
 
@@ -144,24 +133,28 @@ void CudaTotals::merge(const CudaTotals& o) {
     mine.overflow = std::max(mine.overflow, c.overflow);
   }
   named_other_ns_ += o.named_other_ns_;
-  for (const auto& [name, k] : o.names_) {
-    auto it = names_.find(name);
-    if (it == names_.end() && names_.size() >= kMaxKernelNames) {
-      named_other_ns_ += k.ns;
-      continue;
-    }
-    KernelSums& mine = names_[name];
-    mine.ns += k.ns;
-    mine.count += k.count;
-    mine.tensor = k.tensor;
-  }
+  for (const auto& [name, k] : o.names_) add_kernel_name(name, k);
   nvtx_ranges_ += o.nvtx_ranges_;
-  for (const auto& [name, g] : o.ranges_) {
-    if (ranges_.size() >= kMaxRangeNames && !ranges_.count(name)) continue;
-    RangeSums& mine = ranges_[name];
-    mine.ns += g.ns;
-    mine.count += g.count;
+  for (const auto& [name, g] : o.ranges_) add_range_name(name, g);
+}
+
+// Past the bound a new kernel name's time goes to the unnamed rest; a new range name is dropped.
+void CudaTotals::add_kernel_name(const std::string& name, const KernelSums& k) {
+  if (names_.size() >= kMaxKernelNames && !names_.count(name)) {
+    named_other_ns_ += k.ns;
+    return;
   }
+  KernelSums& mine = names_[name];
+  mine.ns += k.ns;
+  mine.count += k.count;
+  mine.tensor = k.tensor;
+}
+
+void CudaTotals::add_range_name(const std::string& name, const RangeSums& g) {
+  if (ranges_.size() >= kMaxRangeNames && !ranges_.count(name)) return;
+  RangeSums& mine = ranges_[name];
+  mine.ns += g.ns;
+  mine.count += g.count;
 }
 
 std::optional<double> CudaTotals::busy_pct() const {

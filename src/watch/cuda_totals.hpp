@@ -92,6 +92,8 @@ class CudaTotals {
   };
   std::map<std::string, RangeSums> ranges_;  // NVTX, by name (each interval's longest 8)
   std::uint64_t nvtx_ranges_ = 0;            // every range that ended, all names
+  void add_kernel_name(const std::string& name, const KernelSums& k);
+  void add_range_name(const std::string& name, const RangeSums& g);
 };
 
 }  // namespace gb::watch
