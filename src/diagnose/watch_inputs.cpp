@@ -128,7 +128,12 @@ WatchInputs read_watch_inputs(const Run& run) {
 
   in.samples = value_of(run, "watch.samples");
   const auto interval = value_of(run, "watch.interval.s");
-  if (in.samples && interval)
+  // A job was watched (`watch -- CMD`, `baseline -- CMD`): how long, from the watch itself.
+  const auto job_watched = run.find_fact("watch.command") ? value_of(run, "watch.duration.s")
+                                                          : std::nullopt;
+  if (job_watched)
+    in.watched_s = job_watched;
+  else if (in.samples && interval)
     in.watched_s = *in.samples * *interval;
   else if (run.duration_s > 0 && run.command == "watch")  // a watch run without samples
     in.watched_s = run.duration_s;

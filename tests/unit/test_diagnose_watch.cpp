@@ -696,6 +696,14 @@ TEST(DiagnoseWatch, AWatchWithoutSamplesIsJudgedByTheRunsLengthOnlyForWatchRuns)
   // other stages', not a short watch.
   run.command = "baseline";
   EXPECT_EQ(find(gb::diagnose::diagnose_watch(run), "short_run"), nullptr);
+  // `baseline -- CMD` watched the user's job for 3 s of its 14.
+  run.duration_s = 14;
+  run.environment.push_back({"watch.command", "command", "python3 train.py"});
+  set(run, "watch.duration.s", 3);
+  const auto findings = gb::diagnose::diagnose_watch(run);
+  const gb::Finding* f = find(findings, "short_run");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->evidence, "watched for 3 s")) << f->evidence;
 }
 
 // --- Skipped inputs ------------------------------------------------------------------------
