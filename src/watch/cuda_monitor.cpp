@@ -233,19 +233,17 @@ void CudaMonitor::add_steady(const ca::IntervalRecord& r) {
   steady_tail_.add(r);
   if (const std::uint64_t busy_to = ca::last_busy_ns(r)) {
     steady_busy_end_ns_ = std::max(steady_busy_end_ns_, busy_to);
-    steady_.merge(steady_tail_);
-    steady_tail_ = CudaTotals();
-    steady_.end_at(steady_busy_end_ns_);
-    return;
+    steady_idle_from_ns_ = 0;
+  } else if (!steady_idle_from_ns_) {
+    steady_idle_from_ns_ = steady_busy_end_ns_ ? steady_busy_end_ns_ : r.t0_ns;
   }
-  // An idle stretch past the limit counts from then on, to its end.
-  const std::uint64_t idle_from =
-      steady_busy_end_ns_ ? steady_busy_end_ns_
-                          : (steady_.empty() ? steady_tail_.begin_ns()
-                                             : std::min(steady_.begin_ns(), steady_tail_.begin_ns()));
-  if (steady_tail_.end_ns() > idle_from + static_cast<std::uint64_t>(kMaxIdleTailS * 1e9)) {
+  // GPU work counts the idle stretch before it; an idle stretch past the limit counts from
+  // then on, to its end.
+  constexpr auto kMaxIdleNs = static_cast<std::uint64_t>(kMaxIdleTailS * 1e9);
+  if (!steady_idle_from_ns_ || steady_tail_.end_ns() > steady_idle_from_ns_ + kMaxIdleNs) {
     steady_.merge(steady_tail_);
     steady_tail_ = CudaTotals();
+    if (!steady_idle_from_ns_) steady_.end_at(steady_busy_end_ns_);
   }
 }
 

@@ -108,6 +108,7 @@ class CudaMonitor {
   // them or once the idle stretch lasts longer than kMaxIdleTailS (then the rest counts too).
   CudaTotals run_, interval_, steady_, steady_tail_;
   std::uint64_t steady_busy_end_ns_ = 0;  // the last GPU work in the steady records
+  std::uint64_t steady_idle_from_ns_ = 0;  // start of the idle stretch since; 0: none
   void add_steady(const cuda_activity::IntervalRecord& r);
   std::uint64_t start_ns_ = 0;         // CLOCK_MONOTONIC when the monitor was made
   std::uint64_t first_kernel_ns_ = 0;  // start of the first interval record with kernels
