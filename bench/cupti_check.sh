@@ -17,7 +17,7 @@
 #              on a small set -- is compared with its neighbour). CORPUS=DIR (a corpus OUTDIR)
 #              takes the watched runs from there instead                   ~3.5 min
 #           2. overhead: eager ResNet-50 b256 under watch without / with the injection,
-#              interleaved twice (>= 97 %); the same step captured as one CUDA graph, the same
+#              interleaved OVER_ROUNDS=2 times, 0 for none (>= 97 %); the same step as one CUDA graph, the same
 #              way (>= 99 %); OVER_S=10 s of loop each                                ~2.8 min
 #           3. GPU busy cross-check: a duty-cycle job (GEMM bursts, host sleeps) under watch
 #              against CUDA events in the same run, and the PyTorch profiler's kernel time in
@@ -36,6 +36,7 @@ GB=$BUILD/apps/gpubase/gpubase
 JOB_S=${JOB_S:-28}      # loop seconds of a corpus job (plus ~8 s start-up, ~3 s exit)
 TRUTH_S=${TRUTH_S:-15}  # loop seconds of a ground-truth job
 OVER_S=${OVER_S:-10}    # loop seconds of an overhead run (after ~3 s of warm-up steps)
+OVER_ROUNDS=${OVER_ROUNDS:-2}  # interleaved off/on pairs per overhead job (0: no overhead step)
 BUSY_S=${BUSY_S:-15}    # loop seconds of the duty-cycle runs
 STARTUP_S=8             # python + torch + torchvision import, model build (estimate)
 DATA=$(realpath -m "${DATA:-$OUT/data}")
@@ -56,7 +57,7 @@ if [[ $MODE == corpus ]]; then
   est=$(( 40 + 10 + 9 * (STARTUP_S + JOB_S + 3) ))
 else
   per_gt=$(( STARTUP_S + TRUTH_S + 3 ))
-  est=$(( 10 + 4 * per_gt + 8 * (STARTUP_S + OVER_S + 3) + 2 * (STARTUP_S + BUSY_S) ))
+  est=$(( 10 + 4 * per_gt + 4 * OVER_ROUNDS * (STARTUP_S + OVER_S + 3) + 2 * (STARTUP_S + BUSY_S) ))
   have_corpus || est=$(( est + 4 * per_gt ))
 fi
 echo "cupti_check $MODE: expected about $(( est / 60 )) min $(( est % 60 )) s (JOB_S=$JOB_S," \
@@ -115,10 +116,11 @@ else
     echo "  $job (watched, right after): rc=$?"
   done
 
-  step "2. overhead: without / with the injection, interleaved, ${OVER_S} s each"
+  (( OVER_ROUNDS > 0 )) &&
+    step "2. overhead: without / with the injection, interleaved, ${OVER_S} s each"
   mkdir -p "$OUT/overhead"
   for job in resnet50 resnet50_graph; do
-    for round in 1 2; do
+    for (( round = 1; round <= OVER_ROUNDS; round++ )); do
       for mode in off on; do
         opt=(); [[ $mode == off ]] && opt=(--no-cuda-activity)
         watch_job "$OUT/overhead/$job-$mode-$round.json" "$OVER_S" "${opt[@]}" -- python3 \
@@ -140,9 +142,9 @@ else
 fi
 
 step "summary"
-python3 - "$MODE" "$OUT" "$CORPUS" <<'PY'
+python3 - "$MODE" "$OUT" "$CORPUS" "$OVER_ROUNDS" <<'PY'
 import json, subprocess, sys
-mode, out, corpus = sys.argv[1:4]
+mode, out, corpus, over_rounds = sys.argv[1:4] + [int(sys.argv[4])]
 expected = json.loads(subprocess.check_output([sys.executable, "bench/cuda_jobs.py", "--list"]))
 
 def load(p):
@@ -234,10 +236,10 @@ else:
               f"diff {fmt(row.get('diff_points'))}  {'ok' if row.get('within_3') else 'MISS'}")
     summary["ground_truth"] = gt_rows
     summary["overhead"] = {}
-    for job, target in (("resnet50", 0.97), ("resnet50_graph", 0.99)):
+    for job, target in (("resnet50", 0.97), ("resnet50_graph", 0.99)) if over_rounds else ():
         rates = {"off": [], "on": []}
         for m in rates:
-            for r in (1, 2):
+            for r in range(1, over_rounds + 1):
                 s = load(f"{out}/overhead/{job}-{m}-{r}.stats.json")
                 if s:
                     rates[m].append(round(s["images_per_s"], 1))
