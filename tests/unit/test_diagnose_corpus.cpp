@@ -56,6 +56,18 @@ const std::vector<Case>& cases() {
       {"h100-corpus-v3-gpu_shared.json", {"gpu_shared"}, {}},
       {"h200-corpus-v3-sync_disk.json", {"storage_bound"}, {"host_sync"}},
       {"h200-corpus-v3-well_fed.json", {"main_process_bound"}, {"host_sync", "gpu_bound"}},
+      // All nine in one run (H100): well_fed GPU-bound on this host.
+      {"h100-corpus-v4-well_fed.json", {"gpu_bound"}, {"host_sync", "main_process_bound"}},
+      {"h100-corpus-v4-starved_worker.json", {"input_wait"}, {"host_sync"}},
+      {"h100-corpus-v4-small_batch.json",
+       {"tiny_kernels", "main_process_bound", "launch_bound", "host_sync"},
+       {}},
+      {"h100-corpus-v4-sync_disk.json", {"storage_bound"}, {"host_sync"}},
+      {"h100-corpus-v4-many_workers.json", {"workers_oversubscribed", "input_wait"}, {"host_sync"}},
+      {"h100-corpus-v4-pageable.json", {"pageable_copies"}, {"host_sync"}},
+      {"h100-corpus-v4-host_sync.json", {"host_sync"}, {}},
+      {"h100-corpus-v4-tiny_kernels.json", {"tiny_kernels"}, {"host_sync"}},
+      {"h100-corpus-v4-gpu_shared.json", {"gpu_shared"}, {}},
   };
   return c;
 }
