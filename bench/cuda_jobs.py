@@ -8,10 +8,15 @@
 
 --seconds: how long the job's loop runs, counted from the end of its set-up (imports, model
 build); the process lives a few seconds longer.
---ground-truth: the job times its own data wait -- wall time spent in next(loader_iter) with the
-GPU synchronized at every step boundary -- over the same steady window `watch` judges (from
-WARMUP_S after the model's first GPU work to the end), and writes {"data_wait_pct": ...}. Run it
-as a separate run: the syncs change the job.
+--ground-truth: the job times its own data wait over the same steady window `watch` judges (from
+WARMUP_S after the model's first GPU work to the end) and writes {"data_wait_pct": ...}: the wall
+time spent in next(loader_iter) after the GPU finished the previous step. Each step ends with a
+timing event; once the loop is over, the events' times (read against one event recorded at a
+known host time on an idle GPU) say when the GPU ran out of work, so the loop itself never
+waits for the GPU and the job runs as it does unmeasured. --truth-sync instead synchronizes the
+GPU at every step boundary and counts all the time in next() (a separate run: the syncs change
+the job -- a GPU that idles between steps then runs each step after its launches, outside the
+wait).
 --stats: writes {"images_per_s": ..., "steps": ...} measured after a warm-up (overhead runs);
 the duty-cycle job adds its GPU busy share from CUDA events.
 --profile (duty_cycle only): the GPU busy share from the PyTorch profiler's kernel records over
@@ -71,6 +76,8 @@ def parse():
     p.add_argument("--data", metavar="DIR", help="made by --make-data (else made per run)")
     p.add_argument("--make-data", metavar="DIR")
     p.add_argument("--ground-truth", metavar="OUT.json")
+    p.add_argument("--truth-sync", action="store_true",
+                   help="--ground-truth with the GPU synchronized at every step boundary")
     p.add_argument("--stats", metavar="OUT.json")
     p.add_argument("--profile", metavar="OUT.json")
     p.add_argument("--list", action="store_true", help="print the jobs and their expected findings")
@@ -295,6 +302,28 @@ def model_for(name):
     return torchvision.models.resnet18(num_classes=10)
 
 
+def gpu_idle_wait_s(waits, host_time_of):
+    """Seconds spent in next() while the GPU had no work: for each (t0, t1, event) -- next()
+    called at t0, returned at t1, `event` recorded after the previous step (None: no step
+    before) -- the part of [t0, t1] after the GPU finished that step; host_time_of(event) gives
+    its host time.
+
+    >>> gpu_idle_wait_s([(0.0, 1.0, None)], None)       # no step before: all of it
+    1.0
+    >>> gpu_idle_wait_s([(0.0, 1.0, "e")], lambda e: 0.25)  # the GPU ran 0.25 s into it
+    0.75
+    >>> gpu_idle_wait_s([(0.0, 1.0, "e")], lambda e: 1.5)   # still busy when the batch came
+    0.0
+    >>> gpu_idle_wait_s([(2.0, 3.0, "e"), (4.0, 4.5, "f")], {"e": 1.0, "f": 4.1}.get)
+    1.4
+    """
+    total = 0.0
+    for t0, t1, ev in waits:
+        gpu_end = t0 if ev is None else host_time_of(ev)
+        total += max(0.0, t1 - max(t0, gpu_end))
+    return round(total, 12)
+
+
 @contextlib.contextmanager
 def nvtx(name):
     import torch
@@ -321,6 +350,17 @@ def train(a):
     # watch's steady window starts WARMUP_S after the first GPU work (the model's copies and
     # layout kernels above); the ground truth counts from the same moment.
     gt = a.ground_truth is not None
+    sync_gt = gt and a.truth_sync
+    if gt and not sync_gt:
+        # The anchor: an event recorded on an idle GPU at a known host time. Later events'
+        # times, read once the loop is over, are host times through it (the GPU's timer and
+        # the host's clock drift apart by microseconds over a run).
+        anchor = torch.cuda.Event(enable_timing=True)
+        anchor_t = time.perf_counter()
+        anchor.record()
+        torch.cuda.synchronize()
+    waits = []    # (t0, t1, the previous step's end event) per judged next()
+    done = None   # the last step's end event
     start = time.time()
     judged_from = time.perf_counter() + WARMUP_S
     wait_s, steps, images = 0.0, 0, 0
@@ -328,7 +368,7 @@ def train(a):
     while time.time() - start < a.seconds:
         it = iter(loader)
         while True:
-            if gt:
+            if sync_gt:
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
             try:
@@ -337,7 +377,11 @@ def train(a):
             except StopIteration:
                 break
             if gt and t0 >= judged_from:
-                wait_s += time.perf_counter() - t0
+                t1 = time.perf_counter()
+                if sync_gt:
+                    wait_s += t1 - t0
+                else:
+                    waits.append((t0, t1, done))
             x = x.cuda(non_blocking=c["pin"])
             if x.dtype == torch.uint8:
                 x = x.float().div_(255)
@@ -350,6 +394,9 @@ def train(a):
                 loss.backward()
             with nvtx("optimizer"):
                 opt.step()
+            if gt and not sync_gt:
+                done = torch.cuda.Event(enable_timing=True)
+                done.record()
             if c["sync_each_step"]:
                 print(f"step {steps} loss {loss.item():.4f}", flush=True)
             steps += 1
@@ -362,9 +409,14 @@ def train(a):
     torch.cuda.synchronize()
     end = time.perf_counter()
     if gt:
+        wait_s += gpu_idle_wait_s(
+            waits, lambda ev: anchor_t + anchor.elapsed_time(ev) / 1000.0)
         judged = max(end - judged_from, 1e-9)
         json.dump({"job": a.job, "data_wait_pct": 100.0 * wait_s / judged, "steps": steps,
-                   "judged_s": judged, "warmup_s": WARMUP_S}, open(a.ground_truth, "w"))
+                   "judged_s": judged, "warmup_s": WARMUP_S,
+                   "method": "synchronized at every step" if sync_gt else
+                             "time in next() after the GPU finished the previous step (events)"},
+                  open(a.ground_truth, "w"))
     if a.stats and warm_t:
         json.dump({"job": a.job, "images_per_s": images / (time.time() - warm_t), "steps": steps},
                   open(a.stats, "w"))

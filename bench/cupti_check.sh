@@ -10,8 +10,10 @@
 #              it must get: the confusion table job x finding (OUTDIR/confusion.md), whether
 #              each job ended by itself, its judged window and its NVTX ranges       ~5.9 min
 #   truth   1. ground truth: well fed, one starved worker, many workers, pin_memory=False
-#              time their own data wait (next(loader_iter), GPU synchronized at every step,
-#              over the steady window; TRUTH_S=15 s of loop), each in a run of its own, right
+#              time their own data wait (time in next(loader_iter) after the GPU finished the
+#              previous step, from per-step CUDA events read after the loop; TRUTH_SYNC=1: all
+#              the time in next() with the GPU synchronized at every step instead), over the
+#              steady window; TRUTH_S=15 s of loop), each in a run of its own, right
 #              followed by the same job under watch (watch.cuda.data_wait.pct must be within
 #              3 points; back to back, so a job whose share drifts between runs -- many_workers
 #              on a small set -- is compared with its neighbour). CORPUS=DIR (a corpus OUTDIR)
@@ -40,6 +42,7 @@ OVER_ROUNDS=${OVER_ROUNDS:-2}  # interleaved off/on pairs per overhead job (0: n
 BUSY_S=${BUSY_S:-15}    # loop seconds of the duty-cycle runs
 STARTUP_S=8             # python + torch + torchvision import, model build (estimate)
 DATA=$(realpath -m "${DATA:-$OUT/data}")
+TRUTH_SYNC=${TRUTH_SYNC:-0}  # truth: 1 = the reference synchronizes the GPU at every step
 CORPUS=${CORPUS:-}  # truth: watched runs from a corpus OUTDIR's corpus/ (default: run here)
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUT"
@@ -106,9 +109,10 @@ else
     CORPUS=$OUT/gt/watched
     mkdir -p "$CORPUS"
   fi
+  truth_opt=(); (( TRUTH_SYNC )) && truth_opt=(--truth-sync)
   for job in $GT_JOBS; do
     timeout $(( TRUTH_S + 60 )) python3 bench/cuda_jobs.py --job "$job" --seconds "$TRUTH_S" \
-      --data "$DATA" --ground-truth "$OUT/gt/$job.json" > "$OUT/gt/$job.log" 2>&1
+      --data "$DATA" --ground-truth "$OUT/gt/$job.json" "${truth_opt[@]}" > "$OUT/gt/$job.log" 2>&1
     echo "  $job (self-timed): rc=$?"
     (( reuse )) && continue
     watch_job "$CORPUS/$job.json" "$TRUTH_S" -- python3 bench/cuda_jobs.py --job "$job" \
@@ -226,14 +230,16 @@ else:
         gt = load(f"{out}/gt/{job}.json")
         run = load(f"{corpus}/{job}.json")
         dw = value(run, "watch.cuda.data_wait.pct")
-        row = {"ground_truth_pct": gt and gt["data_wait_pct"], "watch_pct": dw,
+        row = {"ground_truth_pct": gt and gt["data_wait_pct"],
+               "ground_truth_method": gt and gt.get("method"), "watch_pct": dw,
                "watch_over": param(run, "watch.cuda.busy.pct", "covers"), "watched_run": f"{corpus}/{job}.json"}
         if gt and dw is not None:
             row["diff_points"] = dw - gt["data_wait_pct"]
             row["within_3"] = abs(row["diff_points"]) <= 3
         gt_rows[job] = row
         print(f"  {job:15s} truth {fmt(row['ground_truth_pct'])} %  watch {fmt(dw)} %  "
-              f"diff {fmt(row.get('diff_points'))}  {'ok' if row.get('within_3') else 'MISS'}")
+              f"diff {fmt(row.get('diff_points'))}  {'ok' if row.get('within_3') else 'MISS'}"
+              f"  ({row['ground_truth_method'] or 'no reference'})")
     summary["ground_truth"] = gt_rows
     summary["overhead"] = {}
     for job, target in (("resnet50", 0.97), ("resnet50_graph", 0.99)) if over_rounds else ():
