@@ -46,6 +46,7 @@ void BackgroundWatch::start() {
   SamplerConfig config;
   config.proc_root = options_.proc_root;
   config.root_pids = {static_cast<int>(::getpid())};
+  config.in_process = true;  // sample() runs on the thread made below
   state_->sampler = std::make_unique<Sampler>(config, std::move(gpu));
   state_->t0 = std::chrono::steady_clock::now();
   judge_from_s_ = -1.0;

@@ -25,7 +25,8 @@ void Sampler::start(double now_s) {
   if (!config_.capture_dir.empty()) write_capture_step(config_.capture_dir, step_++, files);
   last_ = parse_host_files(files);
   last_t_ = now_s;
-  last_self_cpu_s_ = self_cpu_seconds();
+  // In-process, the sampling thread starts after this call: its CPU clock starts at zero.
+  last_self_cpu_s_ = config_.in_process ? 0.0 : self_cpu_seconds();
   if (perf_) perf_(0);  // sets the counters' baseline
 }
 
@@ -61,7 +62,7 @@ WatchSample Sampler::sample(double now_s) {
     s.sampler_perf_ms = thread_cpu_ms() - mark;
   }
 
-  const double self = self_cpu_seconds();
+  const double self = config_.in_process ? thread_cpu_ms() * 1e-3 : self_cpu_seconds();
   if (s.interval_s > 0) s.sampler_cpu_pct = 100.0 * (self - last_self_cpu_s_) / s.interval_s;
   last_self_cpu_s_ = self;
   last_t_ = now_s;

@@ -21,6 +21,10 @@ struct SamplerConfig {
   std::vector<int> root_pids;      // the job: its whole process tree is followed
   double tree_rescan_s = 2.0;      // how often new processes of the tree are looked for
   std::string capture_dir;         // non-empty: every interval's /proc files are copied here
+  // The sampler runs inside the process it watches (the baseline's training stage): its own CPU
+  // (sampler_cpu_pct) is then the CPU time of the thread that calls sample(), made right after
+  // start(), not the whole process's (which is the watched work).
+  bool in_process = false;
 };
 
 // Reads the job's perf counters over the last interval_s seconds.

@@ -382,6 +382,24 @@ TEST(BaselineBackgroundWatch, SamplesThisProcessUntilStopped) {
   }
 }
 
+// In-process, the sampler's own CPU is its thread's: a busy loop on the main thread is the
+// watched work, not the watch's cost (the process's CPU clock would count it).
+TEST(BaselineBackgroundWatch, ItsOwnCpuIsItsThreadsNotTheProcesss) {
+  gb::watch::BackgroundWatch w({.device = 0, .interval_s = 0.2});
+  w.start();
+  const auto t0 = std::chrono::steady_clock::now();
+  volatile double x = 0;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1000)) x = x + 1;
+  const gb::watch::WatchOutcome o = w.stop();
+  const gb::Result* job = find(o.results, "watch.job.cpu.pct");
+  ASSERT_TRUE(job && job->value);
+  EXPECT_GT(*job->value, 50.0) << "the busy loop is the job's";
+  const gb::Result* own = find(o.results, "watch.sampler.cpu.pct");
+  ASSERT_TRUE(own && own->value);
+  EXPECT_GE(*own->value, 0.0);
+  EXPECT_LT(*own->value, 0.5 * *job->value) << "the watch thread alone";
+}
+
 // The training stage marks its timed steps: the figures cover them, not what ran before.
 TEST(BaselineBackgroundWatch, JudgesFromTheMarkOn) {
   gb::watch::BackgroundWatch w({.device = 0, .interval_s = 0.1});
