@@ -361,14 +361,19 @@ TEST(BaselineCommand, WithoutAGpuTheCpuStagesRunAndTheRunExits3) {
   fs::remove_all(root);
 }
 
+// Keeps this thread on a core for `d`: the work the in-process watch sees.
+static void busy_for(std::chrono::milliseconds d) {
+  const auto t0 = std::chrono::steady_clock::now();
+  volatile double x = 0;
+  while (std::chrono::steady_clock::now() - t0 < d) x = x + 1;
+}
+
 // The in-process sampler the training stage runs: CPU figures from this process's own
 // /proc, the GPU figures skipped with the reason where NVML is missing.
 TEST(BaselineBackgroundWatch, SamplesThisProcessUntilStopped) {
   gb::watch::BackgroundWatch w({.device = 0, .interval_s = 0.2});
   w.start();
-  const auto t0 = std::chrono::steady_clock::now();
-  volatile double x = 0;
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(900)) x = x + 1;
+  busy_for(std::chrono::milliseconds(900));
   const gb::watch::WatchOutcome o = w.stop();
   const gb::Result* core = find(o.results, "watch.cpu.busiest_core.pct");
   ASSERT_TRUE(core && core->value);
@@ -387,9 +392,7 @@ TEST(BaselineBackgroundWatch, SamplesThisProcessUntilStopped) {
 TEST(BaselineBackgroundWatch, ItsOwnCpuIsItsThreadsNotTheProcesss) {
   gb::watch::BackgroundWatch w({.device = 0, .interval_s = 0.2});
   w.start();
-  const auto t0 = std::chrono::steady_clock::now();
-  volatile double x = 0;
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1000)) x = x + 1;
+  busy_for(std::chrono::milliseconds(1000));
   const gb::watch::WatchOutcome o = w.stop();
   const gb::Result* job = find(o.results, "watch.job.cpu.pct");
   ASSERT_TRUE(job && job->value);
@@ -406,9 +409,7 @@ TEST(BaselineBackgroundWatch, JudgesFromTheMarkOn) {
   w.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // "building": idle
   w.judge_from_now();
-  const auto t0 = std::chrono::steady_clock::now();
-  volatile double x = 0;
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(800)) x = x + 1;
+  busy_for(std::chrono::milliseconds(800));
   const gb::watch::WatchOutcome o = w.stop();
   const gb::Result* startup = find(o.results, "watch.startup.s");
   ASSERT_TRUE(startup && startup->value);
