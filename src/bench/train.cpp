@@ -323,9 +323,10 @@ std::vector<Result> train_results(const TrainMeasurement& m) {
   Result step = Result::measured(train_key(c, "step_ms"), "training step " + config_label(c), "ms",
                                  m.step_ms, /*higher_is_better=*/false);
   config_params(step, c);
+  if (m.launch_thread_cpu_pct) step.param("launch_thread_cpu_pct", *m.launch_thread_cpu_pct, "%", 1);
   step.param("method",
-             "CUDA events between consecutive steps on the trainer's stream, no host "
-             "synchronisation until the last");
+             "CUDA events between consecutive steps on the trainer's stream; the host waits "
+             "only for a step the in-flight limit back, so host gaps count");
   std::vector<Result> out{images_result(m, median_ms), std::move(step), memory_result(m)};
   if (const auto wait = train_data_wait_pct(m))
     out.push_back(data_wait_result(m, *wait, median_ms));
@@ -396,6 +397,11 @@ void add_train_facts(const TrainBenchOptions& o, ResultSink& sink) {
                  std::to_string(o.warmup) + " warm-up + " + std::to_string(o.steps) + " timed"});
   sink.add_fact({"train.graph", "CUDA graph",
                  o.cuda_graph ? "yes: the whole step captured in warm-up, then replayed" : "no"});
+  sink.add_fact({"train.in_flight", "steps queued on the GPU",
+                 o.max_in_flight > 0
+                     ? "at most " + std::to_string(o.max_in_flight) +
+                           " (the launching thread sleeps until the oldest ends)"
+                     : "no limit"});
   sink.add_fact({"train.optimizer", "optimizer",
                  "SGD, momentum 0.9, weight decay 1e-4, FP32 master weights"});
   sink.add_fact({"train.seed", "weight seed", std::to_string(o.seed)});

@@ -63,6 +63,10 @@ struct TrainBenchOptions {
   // The step captured once in the warm-up and replayed: no per-call host cost (cuDNN's legacy
   // API spends 0.1-1.5 ms of host time per convolution call, more than some kernels take).
   bool cuda_graph = true;
+  // Steps queued on the GPU at most: before a step is launched the host waits, asleep, for the
+  // step this many before it to end. 0: no limit (the host runs ahead until the driver's queue
+  // is full and then waits in the driver, which spins on a core by default).
+  int max_in_flight = 2;
   std::uint64_t seed = 0;  // weight initialisation; the synthetic batch uses seed + 1
   int device = 0;
   bool report_environment = true;  // host and GPU facts (baseline has them from the probe)
@@ -129,6 +133,9 @@ struct TrainMeasurement {
   std::optional<float> loss_scale;
   std::size_t skipped_steps = 0;
   std::optional<Telemetry> telemetry;  // NVML over the timed steps
+  // CPU time of the thread that launched the timed steps, % of one core over their wall time
+  // (its own clock: taking batches, starting their copies, launching, waiting).
+  std::optional<double> launch_thread_cpu_pct;
   std::string error;         // the engine's message (out of memory, ...): a failed configuration
   bool interrupted = false;  // Ctrl-C during the timed steps: step_ms holds those that ran
   // Fed by the loader (TrainBenchOptions::data): the GPU time of each timed step alone (events

@@ -43,6 +43,11 @@ std::shared_ptr<TrainCli> add_train_command(CLI::App& app, CLI::App*& cmd) {
   cmd->add_flag("--graph,!--no-graph", cli->bench.cuda_graph,
                 "capture the whole step as a CUDA graph in the warm-up, then replay it "
                 "(default; --no-graph launches every kernel from the host each step)");
+  cmd->add_option("--in-flight", cli->bench.max_in_flight,
+                  "steps queued on the GPU at most; the host sleeps until the oldest ends (0: "
+                  "no limit)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   cmd->add_option("--seed", cli->bench.seed, "weight initialisation seed")->capture_default_str();
   cmd->add_option("--data", cli->bench.data,
                   "train on a JPEG dataset (ImageFolder, WebDataset shards, .gbpack) through "

@@ -129,6 +129,30 @@ TEST_P(TrainFromLoaderSplit, AnAskedShareIsReported) {
   EXPECT_EQ(ips->text_param("gpu_share_source"), "asked");
 }
 
+// The thread that launches the steps waits for the GPU asleep: with the GPU the bottleneck
+// (ResNet-50 replayed as a graph, nothing else to do on the host), its CPU over the timed steps
+// is a small part of a core, not the whole core of a spinning wait.
+TEST(TrainLaunchThread, SleepsWhileTheGpuWorks) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
+  TrainBenchOptions o;
+  o.models = {"resnet50"};
+  o.precisions = {"bf16"};
+  o.batch = 128;
+  o.steps = 60;
+  o.warmup = 5;
+  o.report_environment = false;
+  ASSERT_EQ(o.max_in_flight, 2);  // the default
+  ResultSink sink;
+  run_train_bench(o, sink);
+  const Result* step = find_result(sink.results(), "train.resnet50.bf16.b128.step_ms");
+  ASSERT_TRUE(step && step->value) << (step ? step->reason : "missing");
+  const auto cpu = step->number_param("launch_thread_cpu_pct");
+  ASSERT_TRUE(cpu);
+  EXPECT_GE(*cpu, 0.0);
+  EXPECT_LT(*cpu, 25.0) << "the launching thread used " << *cpu << " % of a core";
+}
+
 INSTANTIATE_TEST_SUITE_P(GraphOrEagerPerDecodeMode, TrainFromLoader,
                          ::testing::Combine(::testing::Values(true, false),
                                             ::testing::Values(DecodeMode::cpu, DecodeMode::gpu,

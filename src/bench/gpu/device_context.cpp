@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "gpu/check.hpp"
 #include "gpu/cublaslt_lazy.hpp"
+#include "gpu/host_wait.hpp"
 
 namespace gb::bench {
 
@@ -72,6 +73,7 @@ DeviceScope::DeviceScope(int device) {
   GB_CHECK_CUDA(cudaGetDevice(&previous));
   GB_CHECK_CUDA(cudaSetDevice(device));
   restore_ = previous;
+  gpu::apply_host_wait(gpu::host_wait_from_env());
 }
 
 DeviceScope::~DeviceScope() {

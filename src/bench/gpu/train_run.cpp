@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -201,14 +203,49 @@ bool start_feed(LoaderFeed& feed, const TrainBenchOptions& o, const TrainConfig&
 // before the step itself. False when Ctrl-C stopped the loading.
 using StepFn = std::function<bool(const gpu::Event* before)>;
 
+// CPU seconds the calling thread has used.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// At most `limit` steps queued on the GPU (0: no limit). after_step() records an event behind
+// each step; before_step() waits for the one `limit` steps back. The events are blocking-sync:
+// the host thread sleeps in that wait, where a default event (or a full driver queue, without
+// a limit) spins it on a core that the input pipeline's workers need.
+class StepThrottle {
+ public:
+  explicit StepThrottle(int limit) : limit_(limit > 0 ? static_cast<std::size_t>(limit) : 0) {}
+  void before_step() {
+    while (limit_ > 0 && pending_.size() >= limit_) {
+      pending_.front().synchronize();
+      pending_.pop_front();
+    }
+  }
+  void after_step(cudaStream_t stream) {
+    if (limit_ == 0) return;
+    pending_.push_back(gpu::Event::create(cudaEventDisableTiming | cudaEventBlockingSync));
+    pending_.back().record(stream);
+  }
+
+ private:
+  std::size_t limit_;
+  std::deque<gpu::Event> pending_;
+};
+
 // Warm-up. One host synchronisation after the first step for its loss (the sanity figure next
 // to the last), one at the end so the timed steps start on an empty queue. False after Ctrl-C.
-bool warm_up(const StepFn& step, nn::Trainer& trainer, int warmup, TrainMeasurement& m) {
+bool warm_up(const StepFn& step, nn::Trainer& trainer, int warmup, int max_in_flight,
+             TrainMeasurement& m) {
+  StepThrottle throttle(max_in_flight);
   for (int i = 0; i < warmup; ++i) {
+    throttle.before_step();
     if (cancel_requested() || !step(nullptr)) {
       m.interrupted = true;
       return false;
     }
+    throttle.after_step(trainer.stream());
     if (i == 0) m.first_loss = trainer.last_step().loss;
   }
   if (warmup > 0) (void)trainer.last_step();
@@ -218,8 +255,8 @@ bool warm_up(const StepFn& step, nn::Trainer& trainer, int warmup, TrainMeasurem
 // Timed: event k is recorded before step k, event k+1 after it; step k's time is the time
 // between them, host gaps included (a launch-bound step is a slow step). Fed by the pipeline,
 // an event right before each step gives the step's own GPU time too.
-void timed_steps(const StepFn& step, cudaStream_t stream, int steps, double max_s, bool fed,
-                 const DeviceContext& ctx, TrainMeasurement& m) {
+void timed_steps(const StepFn& step, cudaStream_t stream, int steps, double max_s,
+                 int max_in_flight, bool fed, const DeviceContext& ctx, TrainMeasurement& m) {
   const auto t0 = std::chrono::steady_clock::now();
   auto out_of_time = [&] {
     return max_s > 0 &&
@@ -230,9 +267,12 @@ void timed_steps(const StepFn& step, cudaStream_t stream, int steps, double max_
   befores.reserve(static_cast<std::size_t>(steps));
   sys::TelemetrySampler sampler(ctx.nvml, std::chrono::milliseconds(20));
   sampler.start();
+  StepThrottle throttle(max_in_flight);
+  const double cpu0 = thread_cpu_seconds();
   events.push_back(gpu::Event::create());
   events.back().record(stream);
   for (int i = 0; i < steps && !out_of_time(); ++i) {
+    throttle.before_step();
     if (cancel_requested()) {
       m.interrupted = true;
       break;
@@ -245,8 +285,12 @@ void timed_steps(const StepFn& step, cudaStream_t stream, int steps, double max_
     }
     events.push_back(gpu::Event::create());
     events.back().record(stream);
+    throttle.after_step(stream);
   }
   events.back().synchronize();
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (wall_s > 0) m.launch_thread_cpu_pct = 100 * (thread_cpu_seconds() - cpu0) / wall_s;
   m.telemetry = sampler.stop();
   m.interrupted = cancel_requested();
   for (std::size_t k = 0; k + 1 < events.size(); ++k)
@@ -355,11 +399,12 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
     trainer.train_step_synthetic();
     return true;
   };
-  if (!warm_up(step, trainer, o.warmup, m)) return;
+  if (!warm_up(step, trainer, o.warmup, o.max_in_flight, m)) return;
   end_phase("warmup", phase_start, m);
   const std::size_t skipped_before = trainer.scaler_stats().skipped;
   if (o.on_timed_start) o.on_timed_start();
-  timed_steps(step, trainer.stream(), o.steps, o.max_timed_s, feed != nullptr, ctx, m);
+  timed_steps(step, trainer.stream(), o.steps, o.max_timed_s, o.max_in_flight, feed != nullptr, ctx,
+              m);
   end_phase("timed", phase_start, m);
   sink.progress("  where the time went: " + phases_text(m.phases));
   if (feed) {
