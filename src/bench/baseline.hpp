@@ -84,13 +84,13 @@ std::string_view to_string(StageState s);
 
 // What feeds the training run. The loader stage measured the CPU path's knee (its workers and
 // rate) and, where nvJPEG runs, the CPU/GPU split; the training stage times the model alone
-// first. The CPU path at the knee feeds it when it outruns the model by kFeedHeadroom; below
-// that the split feeds it, when it ran. The split's rate is the loader's alone: under training
-// nvJPEG shares the GPU with the model and the consumer thread runs its host stage, so the split
-// falls behind a CPU path that only just outruns the model (bench/NOTES.md b5: a knee at 1.29x
-// the model fed it with 0.4 % data wait, the split 16.7 %; b1's 18 % at 1.14x was measured with
-// a feeder thread spinning on a core while it waited for copies).
-inline constexpr double kFeedHeadroom = 1.1;
+// first. The CPU path at the knee feeds it when the knee's rate reaches kFeedHeadroom times the
+// model's; below that the split feeds it, when it ran. The split's rate is the loader's alone:
+// under training nvJPEG shares the GPU with the model and the consumer thread runs its host
+// stage, so the split feeds the model less than a CPU path that keeps up (bench/NOTES.md b5, an
+// H100: a knee at 1.29x fed it with 0.4 % data wait, the split 84 % of it; b8, an H200: a knee at
+// 1.04x fed 99.7 % of the model alone, 0.43 % data wait, the split 81 %, 19 % data wait).
+inline constexpr double kFeedHeadroom = 1.0;
 
 struct FeedInputs {
   bool starve = false;                      // --starve: one CPU worker, whatever was measured
