@@ -365,6 +365,7 @@ def train(a):
     judged_from = time.perf_counter() + WARMUP_S
     wait_s, steps, images = 0.0, 0, 0
     warm_t = None
+    first_step_s = None  # seconds from the loop's start to the first step done on the GPU
     while time.time() - start < a.seconds:
         it = iter(loader)
         while True:
@@ -400,6 +401,9 @@ def train(a):
             if c["sync_each_step"]:
                 print(f"step {steps} loss {loss.item():.4f}", flush=True)
             steps += 1
+            if steps == 1 and gt:
+                torch.cuda.synchronize()
+                first_step_s = time.perf_counter() - (judged_from - WARMUP_S)
             if steps == 20:
                 torch.cuda.synchronize()
                 warm_t, images = time.time(), 0
@@ -409,11 +413,18 @@ def train(a):
     torch.cuda.synchronize()
     end = time.perf_counter()
     if gt:
-        wait_s += gpu_idle_wait_s(
-            waits, lambda ev: anchor_t + anchor.elapsed_time(ev) / 1000.0)
+        def host_time_of(ev):
+            return anchor_t + anchor.elapsed_time(ev) / 1000.0
+        wait_s += gpu_idle_wait_s(waits, host_time_of)
         judged = max(end - judged_from, 1e-9)
+        # Each judged next() in ms from the judged window's start: called, returned, and when
+        # the GPU finished the step before it (the event's host time; None: no step before).
+        detail = [[round(1e3 * (t0 - judged_from), 3), round(1e3 * (t1 - judged_from), 3),
+                   None if ev is None else round(1e3 * (host_time_of(ev) - judged_from), 3)]
+                  for t0, t1, ev in waits]
         json.dump({"job": a.job, "data_wait_pct": 100.0 * wait_s / judged, "steps": steps,
-                   "judged_s": judged, "warmup_s": WARMUP_S,
+                   "judged_s": judged, "warmup_s": WARMUP_S, "judged_waits_ms": detail,
+                   "first_step_done_s": first_step_s,
                    "method": "synchronized at every step" if sync_gt else
                              "time in next() after the GPU finished the previous step (events)"},
                   open(a.ground_truth, "w"))

@@ -240,6 +240,15 @@ else:
         print(f"  {job:15s} truth {fmt(row['ground_truth_pct'])} %  watch {fmt(dw)} %  "
               f"diff {fmt(row.get('diff_points'))}  {'ok' if row.get('within_3') else 'MISS'}"
               f"  ({row['ground_truth_method'] or 'no reference'})")
+        if gt and gt.get("judged_waits_ms") is not None:
+            # The reference's own run: how many steps it judged and how soon its first step
+            # ended, the first check when it and watch disagree.
+            w = gt["judged_waits_ms"]
+            covered = sum(max(0.0, min(t1, e) - t0) for t0, t1, e in w if e is not None)
+            inside = sum(t1 - t0 for t0, t1, _ in w)
+            print(f"      reference run: {gt['steps']} steps, {len(w)} judged, first step done "
+                  f"{fmt(gt.get('first_step_done_s'))} s into the loop; {fmt(inside / 1e3)} s "
+                  f"in next(), {fmt(covered / 1e3)} s of it with the previous step still on the GPU")
     summary["ground_truth"] = gt_rows
     summary["overhead"] = {}
     for job, target in (("resnet50", 0.97), ("resnet50_graph", 0.99)) if over_rounds else ():
