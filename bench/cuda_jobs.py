@@ -362,11 +362,13 @@ def train(a):
     waits = []    # (t0, t1, the previous step's end event) per judged next()
     done = None   # the last step's end event
     start = time.time()
-    judged_from = time.perf_counter() + WARMUP_S
+    end_at = start + a.seconds
+    loop_t0 = time.perf_counter()
+    judged_from = loop_t0 + WARMUP_S
     wait_s, steps, images = 0.0, 0, 0
     warm_t = None
     first_step_s = None  # seconds from the loop's start to the first step done on the GPU
-    while time.time() - start < a.seconds:
+    while time.time() < end_at:
         it = iter(loader)
         while True:
             if sync_gt:
@@ -402,13 +404,21 @@ def train(a):
                 print(f"step {steps} loss {loss.item():.4f}", flush=True)
             steps += 1
             if steps == 1 and gt:
+                # A cold first step (kernels loaded on their first launch, the libraries' first
+                # calls, the workers' start) is not the steady state the watched run is judged
+                # on (its run comes right after, warm): the reference judges from a second after
+                # it at the earliest, for as long as it would have judged without it.
                 torch.cuda.synchronize()
-                first_step_s = time.perf_counter() - (judged_from - WARMUP_S)
+                now = time.perf_counter()
+                first_step_s = now - loop_t0
+                if now + 1.0 > judged_from:
+                    end_at += now + 1.0 - judged_from
+                    judged_from = now + 1.0
             if steps == 20:
                 torch.cuda.synchronize()
                 warm_t, images = time.time(), 0
             images += x.shape[0]
-            if time.time() - start >= a.seconds:
+            if time.time() >= end_at:
                 break
     torch.cuda.synchronize()
     end = time.perf_counter()

@@ -99,7 +99,7 @@ if [[ $MODE == corpus ]]; then
     echo "  $job: rc=$? ($(( $(date +%s) - s )) s)"
   done
 else
-  step "1. ground truth: 4 jobs time their own data wait (GPU synced at each step), ${TRUTH_S} s each"
+  step "1. ground truth: 4 jobs time their own data wait ($( (( TRUTH_SYNC )) && echo "GPU synced at each step" || echo "per-step events")), ${TRUTH_S} s each"
   mkdir -p "$OUT/gt"
   reuse=0
   if have_corpus; then
