@@ -33,24 +33,53 @@ def read(path):
         return None
 
 
+def parse_stat(stat):
+    """(name, state, utime, stime) from a /proc/<pid>/task/<tid>/stat line; the name may hold
+    spaces and parentheses.
+
+    >>> parse_stat("4242 (gb-load 3) S 1 2 3 4 5 6 7 8 9 10 150 25 0 0")
+    ('gb-load 3', 'S', 150, 25)
+    >>> parse_stat("7 (a (b) c) R 1 2 3 4 5 6 7 8 9 10 3 4 0")
+    ('a (b) c', 'R', 3, 4)
+    """
+    name = stat[stat.index("(") + 1:stat.rindex(")")]
+    rest = stat[stat.rindex(")") + 2:].split()
+    return name, rest[0], int(rest[11]), int(rest[12])
+
+
+def syscall_name(text):
+    """What /proc/<pid>/task/<tid>/syscall says the thread is in: a system call's name (its
+    number where unnamed), "running", "user" (blocked outside a call) or "?" (unreadable).
+
+    >>> syscall_name("202 0x7f 0x80 0x0 0x0 0x0 0x0 0x7ffc 0x7f12")
+    'futex'
+    >>> syscall_name("running")
+    'running'
+    >>> syscall_name("-1 0x7ffc 0x55")
+    'user'
+    >>> syscall_name("999 0x1")
+    'sys999'
+    >>> syscall_name("")
+    '?'
+    """
+    sc = text.split()
+    if not sc:
+        return "?"
+    if sc[0] == "running":
+        return "running"
+    if sc[0].lstrip("-").isdigit():
+        n = int(sc[0])
+        return "user" if n < 0 else SYSCALLS.get(n, f"sys{n}")
+    return sc[0]
+
+
 def sample_task(pid, tid):
     stat = read(f"/proc/{pid}/task/{tid}/stat")
     if not stat:
         return None
-    name = stat[stat.index("(") + 1:stat.rindex(")")]
-    rest = stat[stat.rindex(")") + 2:].split()
-    state, utime, stime = rest[0], int(rest[11]), int(rest[12])
+    name, state, utime, stime = parse_stat(stat)
     wchan = (read(f"/proc/{pid}/task/{tid}/wchan") or "").strip() or "-"
-    sc = (read(f"/proc/{pid}/task/{tid}/syscall") or "").split()
-    if not sc:
-        call = "?"
-    elif sc[0] == "running":
-        call = "running"
-    elif sc[0].lstrip("-").isdigit():
-        n = int(sc[0])
-        call = "user" if n < 0 else SYSCALLS.get(n, f"sys{n}")
-    else:
-        call = sc[0]
+    call = syscall_name(read(f"/proc/{pid}/task/{tid}/syscall") or "")
     return name, state, utime, stime, wchan, call
 
 
@@ -85,6 +114,7 @@ def main():
     main_cpu = collections.defaultdict(lambda: [0, 0])  # second -> [utime, stime] ticks
     states = collections.defaultdict(collections.Counter)  # thread name -> state counts
     prev_main = None
+    t_first = t_last = None  # the window's first and last samples: the CPU is counted between
     while proc.poll() is None:
         time.sleep(a.interval)
         if not marked.is_set():
@@ -97,6 +127,9 @@ def main():
             tids = os.listdir(f"/proc/{proc.pid}/task")
         except OSError:
             break
+        if in_window:
+            t_first = t_first if t_first is not None else now
+            t_last = now
         for tid in tids:
             s = sample_task(proc.pid, tid)
             if not s:
@@ -116,7 +149,7 @@ def main():
                 prev_main = (ut, st)
     proc.wait()
     reader.join(timeout=2)
-    span = (time.monotonic() - t_mark - a.skip_s) if t_mark else 0
+    span = (t_last - t_first) if t_first is not None else 0
     by_name = collections.defaultdict(lambda: [0, 0, 0])
     for tid, (name, ut, st) in last.items():
         f = first[tid]
