@@ -61,6 +61,45 @@ TEST(OwnLoaderAdvice, SplitFedRunsAreToldAboutTheShareAndNvjpegAlone) {
   EXPECT_TRUE(has(r.advice, "--decode gpu")) << r.advice;
 }
 
+// The CPU row's advice, where no finding names another cause (a fed GPU, busy decode workers),
+// says what the CPU bought, from the run's own figures, and speaks of the consumer thread only
+// when it is the busiest.
+gb::Run with_cpu_figures(gb::Run run, const std::string& busiest_thread) {
+  run.findings.clear();
+  std::erase_if(run.results, [](const gb::Result& r) {
+    return r.key == "watch.job.cpu.pct" || r.key == "watch.host.cores" ||
+           r.key == "watch.job.busiest_thread.cpu.pct" || r.key.ends_with(".images_per_s");
+  });
+  run.results.push_back(gb::Result::measured("watch.job.cpu.pct", "job CPU", "%", {1410.0}, false));
+  run.results.push_back(gb::Result::measured("watch.host.cores", "cores", "", {16.0}, false));
+  run.results.push_back(gb::Result::measured("train.resnet50.bf16.b256.images_per_s",
+                                             "images/s", "images/s", {7029.0}, true));
+  run.results.push_back(gb::Result::measured("watch.job.busiest_thread.cpu.pct",
+                                             "busiest thread", "%", {91.0}, false)
+                            .param("thread", busiest_thread));
+  run.checklist = gb::diagnose::build_checklist(run);
+  return run;
+}
+
+TEST(OwnLoaderAdvice, TheCpuRowSaysWhatTheCpuBought) {
+  const gb::Run workers = with_cpu_figures(
+      own_run("cpu"), "gb-load 3 (tid 3270 of pid 3262, busiest in 40 of 118 intervals)");
+  const std::string& a = row(workers, "cpu_util").advice;
+  EXPECT_TRUE(has(a, "the job used 14.1 of 16 cores to train 7,029 images/s, 2.01 ms of CPU an "
+                     "image"))
+      << a;
+  EXPECT_TRUE(has(a, "--decode both")) << a;
+  EXPECT_FALSE(has(a, "consumer, so leave it a core")) << a;
+
+  const gb::Run consumer = with_cpu_figures(
+      own_run("cpu"), "gpubase (tid 3262 of pid 3262, busiest in 118 of 118 intervals)");
+  EXPECT_TRUE(has(row(consumer, "cpu_util").advice, "consumer, so leave it a core"))
+      << row(consumer, "cpu_util").advice;
+  // A thread id that only starts like the process id is not the main thread.
+  const gb::Run other = with_cpu_figures(own_run("cpu"), "gpubase (tid 326 of pid 3262)");
+  EXPECT_FALSE(has(row(other, "cpu_util").advice, "consumer, so leave it a core"));
+}
+
 TEST(OwnLoaderAdvice, ASeparateJobKeepsTheDataLoaderWording) {
   gb::Run run = gb::test::watch_starved_run();
   run.findings = gb::diagnose::diagnose_watch(run);
