@@ -176,6 +176,21 @@ for label, bk, other, ok, cmd in rows:
     o = other.get(ok) if (ok and other) else None
     note = "" if other else " (not run: see the parts above)"
     print(f"| {label} | {fmt(b)} | {fmt(o)}{note} | {cmd} |")
+def param(r, name):
+    for q in (r or {}).get("params", []):
+        if q.get("name") == name:
+            return q.get("value", q.get("text"))
+    return None
+def num(v):
+    return "-" if v is None else f"{v:,.1f} %"
+# Where the busiest core's time goes: the thread that launches the steps (its own clock over the
+# timed steps) and the busiest thread the sampler saw.
+skey = tkey[:-len("images_per_s")] + "step_ms" if tkey else None
+print(f"| launching thread CPU (timed steps) | {num(param(base.get(skey), 'launch_thread_cpu_pct'))} "
+      f"| {num(param(train.get(skey), 'launch_thread_cpu_pct'))} | gpubase train --data |")
+bt, wt = base.get("watch.job.busiest_thread.cpu.pct"), watch.get("watch.job.busiest_thread.cpu.pct")
+print(f"| busiest thread | {fmt(bt)} {param(bt, 'thread') or ''} | {fmt(wt)} {param(wt, 'thread') or ''} "
+      f"| gpubase watch -- gpubase train --data |")
 if not amp:
     print("| AMP accuracy loss (quoted) | | -0.10 points, noise band +/-0.21 (quoted: bench/NOTES.md a1, "
           "`gpubase amp` default study on the H200, 2026-12-02) | gpubase amp not run here (budget) |")
