@@ -8,7 +8,6 @@
 // starting with `in_process`; a data-wait figure under `train.` always measured gpubase's own
 // loader.
 #include <algorithm>
-#include <cctype>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,19 +59,13 @@ std::optional<double> train_images_per_s(const Run& run) {
   return std::nullopt;
 }
 
-// True when the busiest thread is the process's first thread: in gpubase, the consumer that
-// takes the batches and launches the steps ("gpubase (tid 3262 of pid 3262, ...)").
+// True when the busiest thread is its process's first thread (tid == pid): in gpubase, the
+// consumer that takes the batches and launches the steps.
 bool busiest_is_main_thread(const Run& run) {
   const Result* r = run.find("watch.job.busiest_thread.cpu.pct");
-  const auto text = r ? r->text_param("thread") : std::nullopt;
-  if (!text) return false;
-  const auto tid = text->find("tid "), of = text->find(" of pid ");
-  if (tid == std::string::npos || of == std::string::npos || of < tid) return false;
-  const std::string a = text->substr(tid + 4, of - tid - 4);
-  const std::size_t b0 = of + 8;
-  std::size_t b1 = b0;
-  while (b1 < text->size() && std::isdigit(static_cast<unsigned char>((*text)[b1]))) ++b1;
-  return !a.empty() && a == text->substr(b0, b1 - b0);
+  const auto tid = r ? r->number_param("tid") : std::nullopt;
+  const auto pid = r ? r->number_param("pid") : std::nullopt;
+  return tid && pid && *tid == *pid;
 }
 
 // What the run's CPU bought: "the job used 14.1 of 16 cores to train 7,029 images/s, 2.01 ms of

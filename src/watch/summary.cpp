@@ -571,6 +571,8 @@ Result SampleAccumulator::busiest_thread_result() const {
                           std::to_string(most->second.busiest) + " of " + std::to_string(a.n) +
                           " intervals)");
     r.param("process", most->second.process_comm);
+    r.param("tid", static_cast<double>(tid), "", 0);
+    r.param("pid", static_cast<double>(pid), "", 0);
   }
   return r;
 }

@@ -270,6 +270,8 @@ TEST(WatchSummaryThreads, BusiestThreadIsTheMeanAndNamesTheMostFrequent) {
   EXPECT_EQ(*r->text_param("thread"),
             "gb-load 3 (tid 812 of pid 800, busiest in 4 of 6 intervals)");
   EXPECT_EQ(*r->text_param("process"), "gpubase");
+  EXPECT_EQ(r->number_param("tid"), 812.0);
+  EXPECT_EQ(r->number_param("pid"), 800.0);
 }
 
 TEST(WatchSummaryThreads, NoThreadFiguresIsSkippedWithAReason) {
