@@ -6,8 +6,8 @@
 #include <ctime>
 #include <map>
 
+#include "sys/cpu_time.hpp"
 #include "sys/text_parse.hpp"
-#include "watch/cpu_time.hpp"
 
 namespace gb::watch {
 
@@ -102,7 +102,7 @@ std::string GpuReader::gpm_unavailable_reason() const { return gpm_.unavailable_
 
 void GpuReader::charge(const char* name) {
   if (!profiling_) return;
-  const double now = thread_cpu_ms();
+  const double now = sys::thread_cpu_ms();
   Cost& c = profile_[name];
   c.ms += now - profile_mark_ms_;
   ++c.calls;
@@ -111,7 +111,7 @@ void GpuReader::charge(const char* name) {
 
 GpuInterval GpuReader::read(const std::set<int>& job_pids, double now_s) {
   GpuInterval g;
-  if (profiling_) profile_mark_ms_ = thread_cpu_ms();
+  if (profiling_) profile_mark_ms_ = sys::thread_cpu_ms();
   const bool slow = !last_slow_read_s_ || now_s - *last_slow_read_s_ >= kSlowReadS;
   if (slow) last_slow_read_s_ = now_s;
   const sys::NvmlWatchSample s = device_.watch_sample(slow);

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <set>
 
-#include "watch/cpu_time.hpp"
+#include "sys/cpu_time.hpp"
 
 namespace gb::watch {
 
@@ -26,7 +26,7 @@ void Sampler::start(double now_s) {
   last_ = parse_host_files(files);
   last_t_ = now_s;
   // In-process, the sampling thread starts after this call: its CPU clock starts at zero.
-  last_self_cpu_s_ = config_.in_process ? 0.0 : self_cpu_seconds();
+  last_self_cpu_s_ = config_.in_process ? 0.0 : sys::process_cpu_seconds();
   if (perf_) perf_(0);  // sets the counters' baseline
 }
 
@@ -38,12 +38,12 @@ WatchSample Sampler::sample(double now_s) {
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
 
-  double mark = thread_cpu_ms();
+  double mark = sys::thread_cpu_ms();
   const HostFiles files = host_.read(now_s);
   if (!config_.capture_dir.empty()) write_capture_step(config_.capture_dir, step_++, files);
   HostSnapshot snap = parse_host_files(files);
   HostInterval h = host_interval(last_, snap, s.interval_s, clk_tck_, page_size_);
-  s.sampler_host_ms = thread_cpu_ms() - mark;
+  s.sampler_host_ms = sys::thread_cpu_ms() - mark;
   s.cpu = std::move(h.cpu);
   s.job = std::move(h.job);
   s.mem = h.mem;
@@ -51,18 +51,18 @@ WatchSample Sampler::sample(double now_s) {
   last_ = std::move(snap);
 
   if (gpu_) {
-    mark = thread_cpu_ms();
+    mark = sys::thread_cpu_ms();
     const std::set<int> pids(host_.tree().begin(), host_.tree().end());
     s.gpu = gpu_->read(pids, now_s);
-    s.sampler_gpu_ms = thread_cpu_ms() - mark;
+    s.sampler_gpu_ms = sys::thread_cpu_ms() - mark;
   }
   if (perf_) {
-    mark = thread_cpu_ms();
+    mark = sys::thread_cpu_ms();
     s.perf = perf_(s.interval_s);
-    s.sampler_perf_ms = thread_cpu_ms() - mark;
+    s.sampler_perf_ms = sys::thread_cpu_ms() - mark;
   }
 
-  const double self = config_.in_process ? thread_cpu_ms() * 1e-3 : self_cpu_seconds();
+  const double self = config_.in_process ? sys::thread_cpu_ms() * 1e-3 : sys::process_cpu_seconds();
   if (s.interval_s > 0) s.sampler_cpu_pct = 100.0 * (self - last_self_cpu_s_) / s.interval_s;
   last_self_cpu_s_ = self;
   last_t_ = now_s;

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -28,6 +27,7 @@
 #include "gpu/cuda_raii.hpp"
 #include "pipeline/calibrate.hpp"
 #include "pipeline/input_pipeline.hpp"
+#include "sys/cpu_time.hpp"
 #include "sys/telemetry.hpp"
 
 #ifdef GPUBASE_WITH_NN
@@ -203,13 +203,6 @@ bool start_feed(LoaderFeed& feed, const TrainBenchOptions& o, const TrainConfig&
 // before the step itself. False when Ctrl-C stopped the loading.
 using StepFn = std::function<bool(const gpu::Event* before)>;
 
-// CPU seconds the calling thread has used.
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 // At most `limit` steps queued on the GPU (0: no limit). after_step() records an event behind
 // each step; before_step() waits for the one `limit` steps back. The events are blocking-sync:
 // the host thread sleeps in that wait, where a default event (or a full driver queue, without
@@ -268,7 +261,7 @@ void timed_steps(const StepFn& step, cudaStream_t stream, int steps, double max_
   sys::TelemetrySampler sampler(ctx.nvml, std::chrono::milliseconds(20));
   sampler.start();
   StepThrottle throttle(max_in_flight);
-  const double cpu0 = thread_cpu_seconds();
+  const double cpu0_ms = sys::thread_cpu_ms();
   events.push_back(gpu::Event::create());
   events.back().record(stream);
   for (int i = 0; i < steps && !out_of_time(); ++i) {
@@ -290,7 +283,7 @@ void timed_steps(const StepFn& step, cudaStream_t stream, int steps, double max_
   events.back().synchronize();
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (wall_s > 0) m.launch_thread_cpu_pct = 100 * (thread_cpu_seconds() - cpu0) / wall_s;
+  if (wall_s > 0) m.launch_thread_cpu_pct = 100 * 1e-3 * (sys::thread_cpu_ms() - cpu0_ms) / wall_s;
   m.telemetry = sampler.stop();
   m.interrupted = cancel_requested();
   for (std::size_t k = 0; k + 1 < events.size(); ++k)
