@@ -273,7 +273,6 @@ bench::AmpOptions amp_options(const BaselineCli& cli, const StageBudget& b) {
 
 std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const StageBudget& b,
                                               const fs::path& dataset_path,
-                                              StageProgress& progress,
                                               PrometheusExport* prometheus) {
   std::vector<bench::BaselineStage> stages;
   stages.push_back({"card", cli.quick ? "card: quick probe" : "card: probe", b.card_s,
@@ -313,7 +312,7 @@ std::vector<bench::BaselineStage> make_stages(const BaselineCli& cli, const Stag
       {"train",
        "training: " + bench::train_model_title(cli.model) + " " +
            bench::train_precision_title(cli.precision) + " fed by the loader, under watch",
-       b.train_s, [&cli, &b, dataset_path, &progress, prometheus](bench::ResultSink& sink) {
+       b.train_s, [&cli, &b, dataset_path, prometheus](bench::ResultSink& sink) {
          sink.declare_sections(watch::watch_section_rules());
          bench::TrainBenchOptions t = train_options(cli, b);
          t.data = dataset_path.string();
@@ -597,7 +596,7 @@ int run_job_baseline(const BaselineCli& cli) {
     prometheus = std::make_unique<PrometheusExport>(cli.prometheus, cli.device);
   BaselineCli card = cli;
   card.quick = true;
-  std::vector<bench::BaselineStage> stages = make_stages(card, kQuick, {}, progress, nullptr);
+  std::vector<bench::BaselineStage> stages = make_stages(card, kQuick, {}, nullptr);
   stages.resize(1);  // the card
   std::optional<int> job_exit;
   stages.push_back(job_stage(cli, job_exit, prometheus.get()));
@@ -681,7 +680,7 @@ int run_baseline_command(const BaselineCli& cli) {
   if (cli.prometheus.enabled())
     prometheus = std::make_unique<PrometheusExport>(cli.prometheus, cli.device);
   const std::vector<bench::BaselineStage> stages =
-      make_stages(cli, b, dataset_path, progress, prometheus.get());
+      make_stages(cli, b, dataset_path, prometheus.get());
   bench::BaselineHooks hooks;
   hooks.on_start = [&](std::size_t i, std::size_t n, const bench::BaselineStage& s) {
     progress.stage(i, n, s);
