@@ -1,6 +1,7 @@
 // sys/cpu_time.hpp: the CPU clocks of this process and of the calling thread, as the kernel
-// keeps them (user + system). Used for the watch sampler's own cost (watch.sampler.*) and the
-// training loop's launching-thread figure (launch_thread_cpu_pct).
+// keeps them (user + system). Used for the watch sampler's own cost (watch.sampler.*), the
+// training loop's launching-thread figure (launch_thread_cpu_pct) and the CPU the nvJPEG path's
+// trials use (loader.gpu_decode.cpu_cores).
 #pragma once
 #include <ctime>
 

@@ -5,7 +5,6 @@
 // check (options and whether it can run here), initialise (the pipeline and its facts), warm-up
 // (three batches, the first checked against the CPU path), trials (batches for
 // --seconds, per-batch rates, CPU use) and summary (the pipeline's stage times per batch).
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +16,7 @@
 #include "core/error.hpp"
 #include "gpu/cuda_raii.hpp"
 #include "pipeline/input_pipeline.hpp"
+#include "sys/cpu_time.hpp"
 #include "sys/host_membw.hpp"
 #include "sys/procfs.hpp"
 
@@ -35,13 +35,6 @@ constexpr std::size_t kMaxBadExamples = 5;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-double process_cpu_s() {
-  rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
 void add_cpu_usage(const sys::CpuTimes& before, const sys::CpuTimes& after, double interval_s,
@@ -143,7 +136,7 @@ TrialClock run_trials(pipeline::InputPipeline& in, cudaStream_t compute, double 
                       GpuDecodeMeasurement& m) {
   TrialClock c;
   c.before = sys::read_proc_stat();
-  const double cpu_s0 = process_cpu_s();
+  const double cpu_s0 = sys::process_cpu_seconds();
   const auto t0 = Clock::now();
   auto last = t0;
   while (seconds_since(t0) < seconds) {
@@ -161,7 +154,7 @@ TrialClock run_trials(pipeline::InputPipeline& in, cudaStream_t compute, double 
   }
   in.drain();
   c.wall_s = seconds_since(t0);
-  c.cpu_s = process_cpu_s() - cpu_s0;
+  c.cpu_s = sys::process_cpu_seconds() - cpu_s0;
   c.after = sys::read_proc_stat();
   return c;
 }
