@@ -90,12 +90,13 @@ std::string busy_core_advice(const Run& run, const std::string& decode) {
   if (busiest_is_main_thread(run))
     s += "the busiest thread is the consumer, so leave it a core (`--workers` one below the "
          "usable cores), ";
+  constexpr std::string_view kCheaperImages =
+      ", or make each image cheaper (pre-resized JPEGs, a packed .gbpack: `gpubase dataset`)";
   if (decode == "both")
-    return s + "give nvJPEG a larger share (`--gpu-share`), or make each image cheaper "
-               "(pre-resized JPEGs, a packed .gbpack: `gpubase dataset`)";
+    return s + "give nvJPEG a larger share (`--gpu-share`)" + std::string(kCheaperImages);
   return s + "move decode to the GPU (`--decode both` or `--decode gpu`: nvJPEG shares the GPU "
-             "with the model, so time it with `gpubase train --data DIR --decode both`), or make "
-             "each image cheaper (pre-resized JPEGs, a packed .gbpack: `gpubase dataset`)";
+             "with the model, so time it with `gpubase train --data DIR --decode both`)" +
+         std::string(kCheaperImages);
 }
 
 }  // namespace

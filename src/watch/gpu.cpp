@@ -3,7 +3,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <map>
 
 #include "sys/cpu_time.hpp"
