@@ -161,44 +161,68 @@ TrainFeedChoice choose_training_feed(const FeedInputs& in,
     f.why = "one CPU worker (--starve): the loader cannot keep up, the rows show it";
     return f;
   }
-  const bool have_split = in.split_images_per_s && *in.split_images_per_s > 0;
+  auto rate = [](const std::optional<double>& r) { return r && *r > 0 ? *r : 0.0; };
+  const double gpu_rate = rate(in.gpu_images_per_s);
+  const double split_rate = rate(in.split_images_per_s);
+  const double knee_rate = in.knee_workers ? rate(in.knee_images_per_s) : 0.0;
+  auto with = [](const std::string& because) {
+    return because.empty() ? std::string() : ": " + because;
+  };
+  auto gpu = [&](const std::string& because) {
+    f.decode = pipeline::DecodeMode::gpu;
+    f.workers = 0;
+    f.why = "the nvJPEG path (" + grouped(gpu_rate) + " images/s in the loader stage)" +
+            with(because);
+    return f;
+  };
   auto split = [&](const std::string& because) {
     f.decode = pipeline::DecodeMode::both;
     f.workers = 0;
     f.gpu_share = in.split_gpu_share.value_or(0);
-    f.why = "the CPU/GPU split (nvJPEG + CPU workers, " + grouped(*in.split_images_per_s) +
-            " images/s in the loader stage): " + because;
+    f.why = "the CPU/GPU split (nvJPEG + CPU workers, " + grouped(split_rate) +
+            " images/s in the loader stage)" + with(because);
     return f;
   };
   auto knee = [&](const std::string& because) {
     f.decode = pipeline::DecodeMode::cpu;
     f.workers = *in.knee_workers;
-    f.why = std::to_string(f.workers) + " CPU workers, the knee of the loader sweep" +
-            (because.empty() ? std::string() : ": " + because);
+    f.why = std::to_string(f.workers) + " CPU workers, the knee of the loader sweep (" +
+            (knee_rate > 0 ? grouped(knee_rate) + " images/s" : std::string("its rate unknown")) +
+            ")" + with(because);
     return f;
   };
-  if (!in.knee_workers) {
-    if (have_split) return split("the loader stage found no CPU knee");
-    f.why = "the pipeline's default workers (the loader stage found no knee)";
-    return f;
+  if (model_images_per_s && *model_images_per_s > 0) {
+    const double model = *model_images_per_s;
+    const double need = kFeedHeadroom * model;
+    const std::string vs_model = "x the model's " + grouped(model) + " images/s alone";
+    auto ratio = [&](double r) { return fixed(r / model, 2) + vs_model; };
+    if (gpu_rate >= need)
+      return gpu(ratio(gpu_rate) + ": it keeps up and leaves the CPU cores free");
+    const std::string gpu_short =
+        gpu_rate > 0 ? "the nvJPEG path alone is " + ratio(gpu_rate) + ", below " +
+                           fixed(kFeedHeadroom, 1) + "x"
+                     : std::string("no nvJPEG path") +
+                           (in.nvjpeg_missing.empty() ? "" : " (" + in.nvjpeg_missing + ")");
+    if (in.knee_workers && knee_rate >= need)
+      return knee(ratio(knee_rate) + " (at least " + fixed(kFeedHeadroom, 1) + "x); " +
+                  gpu_short);
+    if (split_rate > 0 && split_rate >= knee_rate && split_rate >= gpu_rate)
+      return split(ratio(split_rate) + "; neither path alone keeps up (" + gpu_short +
+                   (knee_rate > 0 ? ", the CPU knee " + ratio(knee_rate) : std::string()) + ")");
+    if (gpu_rate > knee_rate)
+      return gpu(ratio(gpu_rate) + ", the fastest measured; nothing keeps up");
+    if (in.knee_workers)
+      return knee((knee_rate > 0 ? ratio(knee_rate) + ", below " + fixed(kFeedHeadroom, 1) +
+                                       "x; " : std::string()) + gpu_short);
+  } else {
+    // The model's rate is unknown: the fastest the loader stage measured.
+    if (split_rate > knee_rate && split_rate >= gpu_rate)
+      return split("the fastest measured, the model's rate unknown");
+    if (gpu_rate > knee_rate) return gpu("the fastest measured, the model's rate unknown");
+    if (in.knee_workers) return knee("");
   }
-  const std::string knee_rate =
-      in.knee_images_per_s ? grouped(*in.knee_images_per_s) + " images/s" : "its rate unknown";
-  if (model_images_per_s && *model_images_per_s > 0 && in.knee_images_per_s) {
-    const double ratio = *in.knee_images_per_s / *model_images_per_s;
-    const std::string compare = "the knee (" + std::to_string(*in.knee_workers) + " workers, " +
-                                knee_rate + ") is " + fixed(ratio, 2) + "x the model's " +
-                                grouped(*model_images_per_s) + " images/s alone";
-    if (ratio >= kFeedHeadroom) return knee(compare + " (at least " + fixed(kFeedHeadroom, 1) +
-                                            "x)");
-    if (have_split) return split(compare + ", below " + fixed(kFeedHeadroom, 1) + "x");
-    return knee(compare + ", below " + fixed(kFeedHeadroom, 1) + "x, and no split to take over" +
-                (in.split_missing.empty() ? std::string() : " (" + in.split_missing + ")"));
-  }
-  // The model's rate is unknown: the faster of the two the loader stage measured.
-  if (have_split && in.knee_images_per_s && *in.split_images_per_s > *in.knee_images_per_s)
-    return split("faster than the CPU path's knee (" + knee_rate + ")");
-  return knee(in.knee_images_per_s ? knee_rate : std::string());
+  f.why = "the pipeline's default workers (the loader stage found no knee)";
+  return f;
 }
 
 }  // namespace gb::bench

@@ -83,22 +83,26 @@ std::span<const SectionRule> baseline_section_rules();
 std::string_view to_string(StageState s);
 
 // What feeds the training run. The loader stage measured the CPU path's knee (its workers and
-// rate) and, where nvJPEG runs, the CPU/GPU split; the training stage times the model alone
-// first. The CPU path at the knee feeds it when the knee's rate reaches kFeedHeadroom times the
-// model's; below that the split feeds it, when it ran. The split's rate is the loader's alone:
-// under training nvJPEG shares the GPU with the model and the consumer thread runs its host
-// stage, so the split feeds the model less than a CPU path that keeps up (bench/NOTES.md b5, an
-// H100: a knee at 1.29x fed it with 0.4 % data wait, the split 84 % of it; b8, an H200: a knee at
-// 1.04x fed 99.7 % of the model alone, 0.43 % data wait, the split 81 %, 19 % data wait).
+// rate) and, where nvJPEG runs, the nvJPEG path alone and the CPU/GPU split; the training stage
+// times the model alone first. With the model's rate known, the first of these that keeps up
+// (its loader-stage rate at least kFeedHeadroom times the model's) feeds it, in this order:
+//   1. the nvJPEG path: the JPEG engines decode, a few reader threads keep the CPU cores free;
+//   2. the CPU path at the knee: on a 16-core H200 host it keeps 16 workers at 81-91 % of a core
+//      each (over the CPU row's 80 % line), so it comes only after the engines;
+//   3. the split (nvJPEG + CPU workers): the fastest in the loader stage, but under training its
+//      two paths share the consumer thread's host stage and the GPU; it feeds when neither path
+//      alone keeps up.
+// None keeps up: the fastest measured. bench/NOTES.md b8-b10 have the figures behind the order.
 inline constexpr double kFeedHeadroom = 1.0;
 
 struct FeedInputs {
   bool starve = false;                      // --starve: one CPU worker, whatever was measured
   std::optional<unsigned> knee_workers;     // loader.cpu.knee.workers
   std::optional<double> knee_images_per_s;  // the CPU path at the knee
+  std::optional<double> gpu_images_per_s;    // loader.gpu_decode.images_per_s (nvJPEG ran)
   std::optional<double> split_images_per_s;  // loader.split.images_per_s (nvJPEG ran)
   std::optional<double> split_gpu_share;     // its share to nvJPEG, 0..1 (kept for training)
-  std::string split_missing;                // why there is no split figure, when known
+  std::string nvjpeg_missing;               // why there is no nvJPEG figure, when known
 };
 
 // The choice for a model that runs `model_images_per_s` alone (empty: not measured; then the

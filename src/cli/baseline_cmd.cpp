@@ -230,13 +230,15 @@ bench::FeedInputs feed_inputs(const BaselineCli& cli, bench::ResultSink& sink) {
     const std::string key = "loader.cpu.w" + std::to_string(*in.knee_workers) + ".images_per_s";
     if (const Result* rate = find_result(sink, key)) in.knee_images_per_s = *rate->value;
   }
+  if (const Result* gpu = find_result(sink, "loader.gpu_decode.images_per_s"))
+    in.gpu_images_per_s = *gpu->value;
   if (const Result* split = find_result(sink, "loader.split.images_per_s")) {
     in.split_images_per_s = *split->value;
     if (const Result* share = find_result(sink, "loader.split.gpu_share.pct"))
       in.split_gpu_share = *share->value / 100.0;
   } else {
     for (const Result& r : sink.results())
-      if (r.key == "loader.split.images_per_s" && !r.reason.empty()) in.split_missing = r.reason;
+      if (r.key == "loader.split.images_per_s" && !r.reason.empty()) in.nvjpeg_missing = r.reason;
   }
   return in;
 }

@@ -1,7 +1,8 @@
 // tests/unit/test_bench_baseline_feed.cpp: what feeds the baseline's training run
-// (bench/baseline.hpp choose_training_feed): the CPU path at the loader sweep's knee when it
-// keeps up with the model alone (1.0x), else the CPU/GPU split where it ran; the figures as the
-// H200 measured them (bench/NOTES.md b8: knee 16 workers at 7,343 images/s, ResNet-50 BF16 7,050).
+// (bench/baseline.hpp choose_training_feed): of the nvJPEG path, the CPU path at the loader
+// sweep's knee and the CPU/GPU split, the first that keeps up with the model alone (1.0x), else
+// the fastest; the figures as the H200 measured them (bench/NOTES.md b8: knee 16 workers at 7,343
+// images/s, ResNet-50 BF16 7,050).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -31,8 +32,42 @@ TEST(BaselineFeed, AKneeSlowerThanTheModelGivesTheSplit) {
   EXPECT_EQ(f.decode, DecodeMode::both);
   EXPECT_EQ(f.workers, 0u);  // the pipeline's default for the split
   EXPECT_TRUE(says(f.why, "CPU/GPU split")) << f.why;
-  EXPECT_TRUE(says(f.why, "0.94x the model's 8,500 images/s alone")) << f.why;
-  EXPECT_TRUE(says(f.why, "below 1.0x")) << f.why;
+  EXPECT_TRUE(says(f.why, "neither path alone keeps up")) << f.why;
+  EXPECT_TRUE(says(f.why, "the CPU knee 0.94x the model's 8,500 images/s alone")) << f.why;
+}
+
+TEST(BaselineFeed, AnNvjpegPathThatKeepsUpFeedsBeforeTheKnee) {
+  FeedInputs in = h200_sweep();
+  in.knee_images_per_s = 7343;
+  in.gpu_images_per_s = 15000;
+  const auto f = choose_training_feed(in, 7050.0);
+  EXPECT_EQ(f.decode, DecodeMode::gpu);
+  EXPECT_EQ(f.workers, 0u);
+  EXPECT_TRUE(says(f.why, "the nvJPEG path (15,000 images/s")) << f.why;
+  EXPECT_TRUE(says(f.why, "2.13x the model's 7,050 images/s alone")) << f.why;
+  EXPECT_TRUE(says(f.why, "leaves the CPU cores free")) << f.why;
+}
+
+TEST(BaselineFeed, AnNvjpegPathBelowTheModelLeavesItToTheKnee) {
+  FeedInputs in = h200_sweep();
+  in.knee_images_per_s = 7343;
+  in.gpu_images_per_s = 6000;
+  const auto f = choose_training_feed(in, 7050.0);
+  EXPECT_EQ(f.decode, DecodeMode::cpu);
+  EXPECT_EQ(f.workers, 16u);
+  EXPECT_TRUE(says(f.why, "the nvJPEG path alone is 0.85x")) << f.why;
+}
+
+TEST(BaselineFeed, NothingKeepsUpAndNoSplitGivesTheFaster) {
+  FeedInputs in = h200_sweep();
+  in.split_images_per_s.reset();
+  in.gpu_images_per_s = 6000;
+  in.knee_images_per_s = 5000;
+  const auto f = choose_training_feed(in, 7050.0);
+  EXPECT_EQ(f.decode, DecodeMode::gpu);
+  EXPECT_TRUE(says(f.why, "the fastest measured; nothing keeps up")) << f.why;
+  in.knee_images_per_s = 6500;
+  EXPECT_EQ(choose_training_feed(in, 7050.0).decode, DecodeMode::cpu);
 }
 
 TEST(BaselineFeed, AKneeBarelyFasterThanTheModelFeedsIt) {
@@ -65,15 +100,18 @@ TEST(BaselineFeed, ExactlyTheHeadroomIsEnough) {
 TEST(BaselineFeed, WithoutTheSplitTheKneeFeedsAndTheRunSaysWhy) {
   FeedInputs in = h200_sweep();
   in.split_images_per_s.reset();
-  in.split_missing = "libnvjpeg not found";
+  in.nvjpeg_missing = "libnvjpeg not found";
   const auto f = choose_training_feed(in, 8500.0);
   EXPECT_EQ(f.decode, DecodeMode::cpu);
   EXPECT_EQ(f.workers, 16u);
-  EXPECT_TRUE(says(f.why, "no split to take over (libnvjpeg not found)")) << f.why;
+  EXPECT_TRUE(says(f.why, "no nvJPEG path (libnvjpeg not found)")) << f.why;
 }
 
-TEST(BaselineFeed, UnknownModelRateTakesTheFasterOfTheTwo) {
+TEST(BaselineFeed, UnknownModelRateTakesTheFastest) {
   EXPECT_EQ(choose_training_feed(h200_sweep(), std::nullopt).decode, DecodeMode::both);
+  FeedInputs fast_gpu = h200_sweep();
+  fast_gpu.gpu_images_per_s = 14000;
+  EXPECT_EQ(choose_training_feed(fast_gpu, std::nullopt).decode, DecodeMode::gpu);
   FeedInputs slow_split = h200_sweep();
   slow_split.split_images_per_s = 5000;
   const auto f = choose_training_feed(slow_split, std::nullopt);
