@@ -208,16 +208,22 @@ NvjpegDecoder::NvjpegDecoder(std::shared_ptr<NvjpegLibrary> library, NvjpegBacke
   if (!handle_)
     throw Error(ErrorKind::runtime, "nvJPEG: no decoder backend available (" + refusals + ")");
   if (backend_ != NvjpegBackend::hardware) fallback_reason_ = refusals;
-  // The batched states are made on first use, one per batch size (decode()).
+  try {
+    for (auto& state : batched_state_) GB_CHECK_NVJPEG(a.state_create(handle_, &state));
+  } catch (...) {
+    for (auto& state : batched_state_)
+      if (state) GB_CHECK_NVJPEG_NOTHROW(a.state_destroy(state));
+    GB_CHECK_NVJPEG_NOTHROW(a.destroy(handle_));
+    throw;
+  }
 }
 
 NvjpegDecoder::~NvjpegDecoder() {
   const auto& a = library_->api();
   if (single_state_) GB_CHECK_NVJPEG_NOTHROW(a.state_destroy(single_state_));
   if (single_handle_) GB_CHECK_NVJPEG_NOTHROW(a.destroy(single_handle_));
-  for (auto& states : batched_states_)
-    for (auto state : states)
-      if (state) GB_CHECK_NVJPEG_NOTHROW(a.state_destroy(state));
+  for (auto& state : batched_state_)
+    if (state) GB_CHECK_NVJPEG_NOTHROW(a.state_destroy(state));
   if (handle_) GB_CHECK_NVJPEG_NOTHROW(a.destroy(handle_));
 }
 
@@ -341,19 +347,11 @@ void NvjpegDecoder::decode(std::span<const Image> images, cudaStream_t stream, D
 
   if (!batched_index_.empty()) {
     const int n = static_cast<int>(batched_index_.size());
-    SizedSlots& sizes = batched_sizes_[state];
-    std::vector<api::nvjpegJpegState_t>& states = batched_states_[state];
-    const SizedSlots::Pick pick = sizes.pick(n);
-    if (pick.added) states.push_back(nullptr);
-    api::nvjpegJpegState_t& st = states[pick.index];
-    try {
-      if (!st) GB_CHECK_NVJPEG(a.state_create(handle_, &st));
+    api::nvjpegJpegState_t st = batched_state_[state];
+    if (n != batched_size_[state]) {
       // max_cpu_threads: 1 (0 is refused; the hardware backend ignores it).
-      if (pick.initialise)
-        GB_CHECK_NVJPEG(a.batched_initialize(handle_, st, n, 1, api::NVJPEG_OUTPUT_RGBI));
-    } catch (...) {
-      sizes.forget(pick.index);  // the next size here creates or initialises it again
-      throw;
+      GB_CHECK_NVJPEG(a.batched_initialize(handle_, st, n, 1, api::NVJPEG_OUTPUT_RGBI));
+      batched_size_[state] = n;
     }
     const int rc =
         a.decode_batched(handle_, st, data_.data(), lengths_.data(), outputs_.data(), stream);
@@ -366,7 +364,7 @@ void NvjpegDecoder::decode(std::span<const Image> images, cudaStream_t stream, D
       // One bad image fails the whole call: redo its images one by one to find it. The batched
       // state must be initialised again after a failure (nvJPEG's documentation).
       status.batch_failed = true;
-      sizes.forget(pick.index);
+      batched_size_[state] = -1;
     }
   }
 
@@ -375,13 +373,6 @@ void NvjpegDecoder::decode(std::span<const Image> images, cudaStream_t stream, D
     ++status.single_decodes;
     if (decode_single(images[i], stream, status.reason[i])) status.ok[i] = 1;
   }
-}
-
-std::size_t NvjpegDecoder::batched_initialisations() const {
-  const std::lock_guard lock(api_mutex_);
-  std::size_t n = 0;
-  for (const SizedSlots& sizes : batched_sizes_) n += sizes.initialisations();
-  return n;
 }
 
 }  // namespace gb::gpu

@@ -40,7 +40,6 @@
 #include <vector>
 
 #include "gpu/nvjpeg_api.hpp"
-#include "gpu/sized_slots.hpp"
 
 namespace gb::gpu {
 
@@ -171,10 +170,6 @@ class NvjpegDecoder {
   void decode(std::span<const Image> images, cudaStream_t stream, DecodeStatus& status,
               int state = 0);
 
-  // nvjpegDecodeBatchedInitialize calls so far (one per batch size seen per state index, more
-  // only when a state index met more than kSizesPerState sizes).
-  std::size_t batched_initialisations() const;
-
  private:
   void ensure_single_handle();
   bool decode_single(const Image& image, cudaStream_t stream, std::string& reason);
@@ -188,14 +183,9 @@ class NvjpegDecoder {
   // batch. The loader's readers no longer call nvJPEG, so in a loader run only the consumer's
   // decode takes it, uncontended.
   mutable std::mutex api_mutex_;
-  // Per batched state index, a few nvJPEG states, each initialised for one batch size
-  // (gpu/sized_slots.hpp): the split's batches send a varying number of images to nvJPEG, and
-  // one state initialised again for each new size lets the hardware backend free and allocate
-  // its buffers in almost every batch (a cudaFree waits for the whole device: the model's step).
-  static constexpr std::size_t kSizesPerState = 8;
-  std::vector<nvjpeg_api::nvjpegJpegState_t> batched_states_[kBatchedStates];
-  SizedSlots batched_sizes_[kBatchedStates] = {SizedSlots(kSizesPerState),
-                                               SizedSlots(kSizesPerState)};
+  nvjpeg_api::nvjpegJpegState_t batched_state_[kBatchedStates] = {};
+  // Per state, the size nvjpegDecodeBatchedInitialize was last called with.
+  int batched_size_[kBatchedStates] = {-1, -1};
   // Single-image decodes: the DEFAULT backend, made on first need.
   nvjpeg_api::nvjpegHandle_t single_handle_ = nullptr;
   nvjpeg_api::nvjpegJpegState_t single_state_ = nullptr;

@@ -227,21 +227,6 @@ TEST_F(NvjpegDecode, EachBatchedStateDecodesAndAStateOutOfRangeIsRefused) {
   EXPECT_THROW(decoder.decode({}, stream.get(), status, -1), Error);
 }
 
-// The split's batches send a varying number of images to nvJPEG: each size gets a state of its
-// own per state index, set up once, so sizes that come back decode (correctly) without another
-// nvjpegDecodeBatchedInitialize.
-TEST_F(NvjpegDecode, SizesThatComeBackReuseTheirOwnState) {
-  NvjpegDecoder decoder(library_, NvjpegBackendChoice::automatic);
-  const auto jpegs = synth_jpegs(6);
-  const int sizes[] = {4, 5, 4, 6, 5, 4, 6, 5};
-  for (int i = 0; i < 8; ++i) {
-    const std::vector<std::vector<std::uint8_t>> part(jpegs.begin(), jpegs.begin() + sizes[i]);
-    decode_and_compare(decoder, part, i % 2);
-  }
-  // State 0 saw 4, 4, 5, 6 (three sizes), state 1 saw 5, 6, 4, 5 (three sizes).
-  EXPECT_EQ(decoder.batched_initialisations(), 6u);
-}
-
 // Every layout TurboJPEG writes: the CPU verdict (what the loader's readers use) against
 // nvJPEG's own header parse and nvjpegDecodeBatchedSupported (HeaderParser), then the batch
 // decoded with the CPU verdicts and compared with libjpeg.
