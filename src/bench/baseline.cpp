@@ -2,6 +2,7 @@
 // themselves are built by the CLI (cli/baseline_cmd.cpp) from the suites.
 #include "bench/baseline.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <set>
@@ -191,38 +192,67 @@ TrainFeedChoice choose_training_feed(const FeedInputs& in,
             ")" + with(because);
     return f;
   };
-  if (model_images_per_s && *model_images_per_s > 0) {
-    const double model = *model_images_per_s;
-    const double need = kFeedHeadroom * model;
-    const std::string vs_model = "x the model's " + grouped(model) + " images/s alone";
-    auto ratio = [&](double r) { return fixed(r / model, 2) + vs_model; };
-    if (gpu_rate >= need)
-      return gpu(ratio(gpu_rate) + ": it keeps up and leaves the CPU cores free");
-    const std::string gpu_short =
-        gpu_rate > 0 ? "the nvJPEG path alone is " + ratio(gpu_rate) + ", below " +
-                           fixed(kFeedHeadroom, 1) + "x"
-                     : std::string("no nvJPEG path") +
-                           (in.nvjpeg_missing.empty() ? "" : " (" + in.nvjpeg_missing + ")");
-    if (in.knee_workers && knee_rate >= need)
-      return knee(ratio(knee_rate) + " (at least " + fixed(kFeedHeadroom, 1) + "x); " +
-                  gpu_short);
-    if (split_rate > 0 && split_rate >= knee_rate && split_rate >= gpu_rate)
-      return split(ratio(split_rate) + "; neither path alone keeps up (" + gpu_short +
-                   (knee_rate > 0 ? ", the CPU knee " + ratio(knee_rate) : std::string()) + ")");
-    if (gpu_rate > knee_rate)
-      return gpu(ratio(gpu_rate) + ", the fastest measured; nothing keeps up");
-    if (in.knee_workers)
-      return knee((knee_rate > 0 ? ratio(knee_rate) + ", below " + fixed(kFeedHeadroom, 1) +
-                                       "x; " : std::string()) + gpu_short);
-  } else {
+  if (!model_images_per_s || *model_images_per_s <= 0) {
     // The model's rate is unknown: the fastest the loader stage measured.
     if (split_rate > knee_rate && split_rate >= gpu_rate)
       return split("the fastest measured, the model's rate unknown");
     if (gpu_rate > knee_rate) return gpu("the fastest measured, the model's rate unknown");
     if (in.knee_workers) return knee("");
+    f.why = "the pipeline's default workers (the loader stage found no knee)";
+    return f;
   }
-  f.why = "the pipeline's default workers (the loader stage found no knee)";
-  return f;
+
+  const double model = *model_images_per_s;
+  const std::string vs_model = "x the model's " + grouped(model) + " images/s alone";
+  auto ratio = [&](double r) { return fixed(r / model, 2) + vs_model; };
+  // An nvJPEG-fed step is the model's step plus the host stage of its batch (see the header).
+  auto nvjpeg_expected = [&](double loader_rate, const std::optional<double>& host_us) {
+    if (loader_rate <= 0) return 0.0;
+    const double host_s = host_us && *host_us > 0 ? *host_us * 1e-6 : 0.0;
+    return std::min(loader_rate, 1.0 / (1.0 / model + host_s));
+  };
+  const double gpu_expected = nvjpeg_expected(gpu_rate, in.gpu_host_us_per_image);
+  const double split_expected = nvjpeg_expected(split_rate, in.split_host_us_per_image);
+  const double knee_expected = in.knee_workers ? std::min(knee_rate, model) : 0.0;
+  auto expected = [&](const char* what, double r, const std::optional<double>& host_us) {
+    std::string s = std::string(what) + " would feed about " + grouped(r) + " images/s (" +
+                    fixed(r / model, 2) + "x";
+    if (host_us && *host_us > 0)
+      s += ": each step waits for its host stage, " + fixed(*host_us, 1) + " us an image";
+    return s + ")";
+  };
+  std::string nvjpeg_note;
+  if (gpu_rate > 0) nvjpeg_note = expected("the nvJPEG path", gpu_expected, in.gpu_host_us_per_image);
+  if (split_rate > 0)
+    nvjpeg_note += (nvjpeg_note.empty() ? "" : ", ") +
+                   expected("the split", split_expected, in.split_host_us_per_image);
+  if (nvjpeg_note.empty())
+    nvjpeg_note = "no nvJPEG path" + (in.nvjpeg_missing.empty() ? "" : " (" + in.nvjpeg_missing + ")");
+
+  if (in.knee_workers && knee_rate >= kFeedHeadroom * model)
+    return knee(ratio(knee_rate) + ", it keeps up; " + nvjpeg_note);
+  if (knee_expected <= 0 && gpu_expected <= 0 && split_expected <= 0) {
+    f.why = "the pipeline's default workers (the loader stage found no knee)";
+    return f;
+  }
+  const std::string knee_note =
+      in.knee_workers && knee_rate > 0 ? "the CPU knee " + ratio(knee_rate) : "no CPU knee";
+  if (knee_expected >= gpu_expected && knee_expected >= split_expected)
+    return knee((knee_rate > 0 ? ratio(knee_rate) + ", below " + fixed(kFeedHeadroom, 1) +
+                                     "x and still the most expected; "
+                               : std::string()) +
+                nvjpeg_note);
+  if (split_expected >= gpu_expected)
+    return split(expected("it", split_expected, in.split_host_us_per_image) +
+                 ", the most expected; " + knee_note +
+                 (gpu_rate > 0 ? ", " + expected("the nvJPEG path", gpu_expected,
+                                                  in.gpu_host_us_per_image)
+                               : std::string()));
+  return gpu(expected("it", gpu_expected, in.gpu_host_us_per_image) + ", the most expected; " +
+             knee_note +
+             (split_rate > 0 ? ", " + expected("the split", split_expected,
+                                                in.split_host_us_per_image)
+                             : std::string()));
 }
 
 }  // namespace gb::bench

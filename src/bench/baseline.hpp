@@ -83,16 +83,21 @@ std::span<const SectionRule> baseline_section_rules();
 std::string_view to_string(StageState s);
 
 // What feeds the training run. The loader stage measured the CPU path's knee (its workers and
-// rate) and, where nvJPEG runs, the nvJPEG path alone and the CPU/GPU split; the training stage
-// times the model alone first. With the model's rate known, the first of these that keeps up
-// (its loader-stage rate at least kFeedHeadroom times the model's) feeds it, in this order:
-//   1. the nvJPEG path: the JPEG engines decode, a few reader threads keep the CPU cores free;
-//   2. the CPU path at the knee: on a 16-core H200 host it keeps 16 workers at 81-91 % of a core
-//      each (over the CPU row's 80 % line), so it comes only after the engines;
-//   3. the split (nvJPEG + CPU workers): the fastest in the loader stage, but under training its
-//      two paths share the consumer thread's host stage and the GPU; it feeds when neither path
-//      alone keeps up.
-// None keeps up: the fastest measured. bench/NOTES.md b8-b10 have the figures behind the order.
+// rate) and, where nvJPEG runs, the nvJPEG path alone and the CPU/GPU split, each with the time
+// the consumer thread spends in nvJPEG's host stage per image; the training stage times the model
+// alone first. With the model's rate known, each candidate gets the rate it is expected to feed
+// under training:
+//   - the CPU path at the knee: the lower of its loader-stage rate and the model's (the workers
+//     decode beside the GPU; measured: 1.00x the model on an H100 and on an H200 whenever the
+//     knee was faster than the model);
+//   - the nvJPEG path and the split: the lower of the loader-stage rate and 1 / (1 / model +
+//     host stage per image). The host stage runs on the thread that launches the steps, and
+//     under training it does not overlap the step (measured: the step grew by the host stage,
+//     53.2 = 42.4 + 11.6 ms on an H100, 44.9 = 36.3 + 8.8 ms on an H200, the thread on a CPU
+//     the whole time), so these paths feed less than the model even when the engines decode
+//     three times faster.
+// The knee feeds when it keeps up (at least kFeedHeadroom times the model's rate); else the
+// candidate with the highest expected rate. bench/NOTES.md b8 and b10 have the figures.
 inline constexpr double kFeedHeadroom = 1.0;
 
 struct FeedInputs {
@@ -100,14 +105,15 @@ struct FeedInputs {
   std::optional<unsigned> knee_workers;     // loader.cpu.knee.workers
   std::optional<double> knee_images_per_s;  // the CPU path at the knee
   std::optional<double> gpu_images_per_s;    // loader.gpu_decode.images_per_s (nvJPEG ran)
+  std::optional<double> gpu_host_us_per_image;    // its consumer thread in nvJPEG's host stage
   std::optional<double> split_images_per_s;  // loader.split.images_per_s (nvJPEG ran)
+  std::optional<double> split_host_us_per_image;  // the same for the split
   std::optional<double> split_gpu_share;     // its share to nvJPEG, 0..1 (kept for training)
   std::string nvjpeg_missing;               // why there is no nvJPEG figure, when known
 };
 
-// The choice for a model that runs `model_images_per_s` alone (empty: not measured; then the
-// split feeds it only when the loader stage found it faster than the knee). `why` says which
-// and why, with the figures.
+// The choice for a model that runs `model_images_per_s` alone (empty: not measured, as without a
+// GPU; then the fastest the loader stage measured). `why` says which and why, with the figures.
 TrainFeedChoice choose_training_feed(const FeedInputs& in,
                                      std::optional<double> model_images_per_s);
 

@@ -288,6 +288,10 @@ void add_gpu_run_params(Result& r, const GpuDecodeMeasurement& m) {
   r.param("decode_ms_per_batch", m.decode_ms, "ms", 2)
       .param("decode_host_ms_per_batch", m.decode_host_ms, "ms", 2)
       .param("consumer_wait_ms_per_batch", m.consumer_wait_ms, "ms", 2);
+  if (m.images > 0 && m.batches > 0)
+    r.param("decode_host_us_per_image",
+            1000 * m.decode_host_ms * static_cast<double>(m.batches) / static_cast<double>(m.images),
+            "us", 1);
   if (m.cpu_cores_used) r.param("cpu_cores_used", *m.cpu_cores_used, "", 2);
   if (m.cpu_busiest_core_pct) r.param("cpu_busiest_core_pct", *m.cpu_busiest_core_pct, "%", 1);
   if (m.cpu_mean_pct) r.param("cpu_mean_pct", *m.cpu_mean_pct, "%", 1);

@@ -230,10 +230,13 @@ bench::FeedInputs feed_inputs(const BaselineCli& cli, bench::ResultSink& sink) {
     const std::string key = "loader.cpu.w" + std::to_string(*in.knee_workers) + ".images_per_s";
     if (const Result* rate = find_result(sink, key)) in.knee_images_per_s = *rate->value;
   }
-  if (const Result* gpu = find_result(sink, "loader.gpu_decode.images_per_s"))
+  if (const Result* gpu = find_result(sink, "loader.gpu_decode.images_per_s")) {
     in.gpu_images_per_s = *gpu->value;
+    in.gpu_host_us_per_image = gpu->number_param("decode_host_us_per_image");
+  }
   if (const Result* split = find_result(sink, "loader.split.images_per_s")) {
     in.split_images_per_s = *split->value;
+    in.split_host_us_per_image = split->number_param("decode_host_us_per_image");
     if (const Result* share = find_result(sink, "loader.split.gpu_share.pct"))
       in.split_gpu_share = *share->value / 100.0;
   } else {
