@@ -54,12 +54,21 @@ TEST(OwnLoaderAdvice, CpuFedRowsPointAtTheSplitNotAtNumWorkers) {
   }
 }
 
-TEST(OwnLoaderAdvice, SplitFedRunsAreToldAboutTheShareAndNvjpegAlone) {
-  const gb::Run run = own_run("both");
-  const gb::ChecklistRow& r = row(run, "gpu_util");
-  EXPECT_TRUE(has(r.advice, "--gpu-share")) << r.advice;
-  EXPECT_TRUE(has(r.advice, "--decode gpu")) << r.advice;
+// Fed by nvJPEG, a step waits for nvJPEG's host stage on the launching thread: the advice names
+// that and the CPU workers, not more decode threads or a larger share.
+TEST(OwnLoaderAdvice, NvjpegFedRunsAreToldOfTheHostStageAndTheCpuWorkers) {
+  for (const char* decode : {"both", "gpu"}) {
+    const gb::Run run = own_run(decode);
+    for (const char* id : {"gpu_util", "data_loading"}) {
+      const std::string& a = row(run, id).advice;
+      EXPECT_TRUE(has(a, "runs on the thread that launches the steps")) << decode << " " << a;
+      EXPECT_TRUE(has(a, "--decode cpu --workers N")) << decode << " " << a;
+      EXPECT_TRUE(has(a, "smaller")) << decode << " " << a;
+      EXPECT_FALSE(has(a, "larger share")) << decode << " " << a;
+    }
+  }
 }
+
 
 // The CPU row's advice, where no finding names another cause (a fed GPU, busy decode workers),
 // says what the CPU bought, from the run's own figures, and speaks of the consumer thread only
@@ -94,6 +103,17 @@ TEST(OwnLoaderAdvice, TheCpuRowSaysWhatTheCpuBought) {
   const gb::Run consumer = with_cpu_figures(own_run("cpu"), 3262, 3262);  // the first thread
   EXPECT_TRUE(has(row(consumer, "cpu_util").advice, "consumer, so leave it a core"))
       << row(consumer, "cpu_util").advice;
+}
+
+TEST(OwnLoaderAdvice, AnNvjpegFedConsumerOnTheBusiestCoreIsTheHostStage) {
+  const gb::Run consumer = with_cpu_figures(own_run("gpu"), 3262, 3262);
+  const std::string& a = row(consumer, "cpu_util").advice;
+  EXPECT_TRUE(has(a, "with nvJPEG it also runs nvJPEG's host stage")) << a;
+  EXPECT_TRUE(has(a, "--decode cpu")) << a;
+  EXPECT_FALSE(has(a, "another process")) << a;
+  const gb::Run reader = with_cpu_figures(own_run("gpu"), 3270, 3262);
+  EXPECT_TRUE(has(row(reader, "cpu_util").advice, "another process"))
+      << row(reader, "cpu_util").advice;
 }
 
 TEST(OwnLoaderAdvice, ASeparateJobKeepsTheDataLoaderWording) {
