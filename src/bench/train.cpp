@@ -83,6 +83,8 @@ Result& feed_params(Result& r, const TrainMeasurement& m) {
   if (!m.data_nvjpeg_backend.empty()) {
     r.param("nvjpeg_backend", m.data_nvjpeg_backend);
     r.param("decode_failures", static_cast<double>(m.data_decode_failures), "", 0);
+    if (m.data_decode_host_ms) r.param("decode_host_ms_per_batch", *m.data_decode_host_ms, "ms", 2);
+    if (m.data_decode_gpu_ms) r.param("decode_gpu_ms_per_batch", *m.data_decode_gpu_ms, "ms", 2);
   }
   if (m.model_alone_images_per_s)
     r.param("model_alone_images_per_s", *m.model_alone_images_per_s, "images/s", 0);

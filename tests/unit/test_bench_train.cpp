@@ -227,6 +227,8 @@ TEST(TrainResults, AFedRunSaysWhichDecodeModeFedIt) {
   m.data_gpu_share_source = "asked";
   m.data_nvjpeg_backend = "hardware";
   m.data_decode_failures = 1;
+  m.data_decode_host_ms = 8.8;
+  m.data_decode_gpu_ms = 9.3;
   const auto results = train_results(m);
   for (const char* key :
        {"train.resnet50.bf16.b256.images_per_s", "train.resnet50.bf16.b256.data_wait_pct"}) {
@@ -238,16 +240,21 @@ TEST(TrainResults, AFedRunSaysWhichDecodeModeFedIt) {
     EXPECT_EQ(r->text_param("gpu_share_source"), "asked");
     EXPECT_EQ(r->text_param("nvjpeg_backend"), "hardware");
     EXPECT_EQ(r->number_param("decode_failures"), 1);
+    EXPECT_EQ(r->number_param("decode_host_ms_per_batch"), 8.8);
+    EXPECT_EQ(r->number_param("decode_gpu_ms_per_batch"), 9.3);
   }
   m.data_decode = "cpu";
   m.data_gpu_share.reset();
   m.data_nvjpeg_backend.clear();
+  m.data_decode_host_ms.reset();
+  m.data_decode_gpu_ms.reset();
   const std::vector<Result> cpu_results = train_results(m);  // find() points into it
   const Result* cpu = find(cpu_results, "train.resnet50.bf16.b256.images_per_s");
   ASSERT_TRUE(cpu);
   EXPECT_EQ(cpu->text_param("decode"), "cpu");
   EXPECT_FALSE(cpu->find_param("gpu_share_pct"));
   EXPECT_FALSE(cpu->find_param("nvjpeg_backend"));
+  EXPECT_FALSE(cpu->find_param("decode_host_ms_per_batch"));
 }
 
 TEST(TrainResults, APipelineThatCannotRunHereSkipsTheConfigurationWithTheReason) {

@@ -16,6 +16,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -395,6 +396,8 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
   if (!warm_up(step, trainer, o.warmup, o.max_in_flight, m)) return;
   end_phase("warmup", phase_start, m);
   const std::size_t skipped_before = trainer.scaler_stats().skipped;
+  std::optional<pipeline::PipelineStats> before_timed;
+  if (feed) before_timed = feed->pipeline()->stats();
   if (o.on_timed_start) o.on_timed_start();
   timed_steps(step, trainer.stream(), o.steps, o.max_timed_s, o.max_in_flight, feed != nullptr, ctx,
               m);
@@ -404,6 +407,12 @@ void run_config(const TrainConfig& c, const TrainBenchOptions& o, const DeviceCo
     const pipeline::PipelineStats st = feed->pipeline()->stats();
     m.bad_samples = st.loader.bad_samples;
     m.data_decode_failures = st.decode_failures;
+    const std::size_t batches = st.gpu_batches - before_timed->gpu_batches;
+    if (!m.data_nvjpeg_backend.empty() && batches > 0) {
+      const double n = static_cast<double>(batches);
+      m.data_decode_host_ms = (st.decode_host_ms - before_timed->decode_host_ms) / n;
+      m.data_decode_gpu_ms = (st.decode_gpu_ms - before_timed->decode_gpu_ms) / n;
+    }
   }
   m.final_loss = trainer.last_step().loss;
   if (to.precision == nn::Precision::fp16) {
