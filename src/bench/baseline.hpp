@@ -92,10 +92,10 @@ std::string_view to_string(StageState s);
 //     knee was faster than the model);
 //   - the nvJPEG path and the split: the lower of the loader-stage rate and 1 / (1 / model +
 //     host stage per image). The host stage runs on the thread that launches the steps, and
-//     under training it does not overlap the step (measured: the step grew by the host stage,
-//     53.2 = 42.4 + 11.6 ms on an H100, 44.9 = 36.3 + 8.8 ms on an H200, the thread on a CPU
-//     the whole time), so these paths feed less than the model even when the engines decode
-//     three times faster.
+//     under training it does not overlap the step (measured: the step grew by about the host
+//     stage, 53.2 ms against 42.4 + 11.8 on an H100, 44.9 against 36.3 + 8.8 on an H200, the
+//     thread on a CPU the whole time), so these paths feed less than the model even when the
+//     engines decode three times faster.
 // The knee feeds when it keeps up (at least kFeedHeadroom times the model's rate); else the
 // candidate with the highest expected rate. bench/NOTES.md b8 and b10 have the figures.
 inline constexpr double kFeedHeadroom = 1.0;
