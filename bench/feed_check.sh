@@ -11,7 +11,8 @@
 # ~25 s of each run is the model's build. Then `gpubase loader --decode gpu --workers 1` (one CPU
 # point, 5 s) for the same path
 # with the GPU otherwise idle (~15 s). The set: SET=DIR, else 2,048 synthetic ImageNet-like JPEGs
-# made in a scratch folder (~3 s; the baseline's own set, 100 classes). Prints one row per run:
+# made in a scratch folder (~3 s; the baseline's own set, 100 classes). RUNS="cpu gpu" runs only
+# those (default: all four). Prints one row per run:
 # images/s and x the cpu run, the step and its GPU work, the data wait, the launching thread's
 # CPU (its own clock), nvJPEG's host stage and GPU span per batch under training, and the main
 # thread's state from the sampler. JSON and logs under OUTDIR (no dataset: it stays small enough
@@ -43,10 +44,15 @@ run() {
     >"$OUTDIR/$name.log" 2>&1 || rc=$?
   [[ $rc -eq 0 ]] || { echo "   rc=$rc"; tail -5 "$OUTDIR/$name.log"; failed=1; }
 }
-run cpu auto cpu
-run gpu auto gpu
-run gpu-block block gpu
-run both auto both
+for name in ${RUNS:-cpu gpu gpu-block both}; do
+  case $name in
+    cpu) run cpu auto cpu ;;
+    gpu) run gpu auto gpu ;;
+    gpu-block) run gpu-block block gpu ;;
+    both) run both auto both ;;
+    *) echo "RUNS: unknown run $name (cpu, gpu, gpu-block, both)"; exit 2 ;;
+  esac
+done
 echo "== loader, nvJPEG alone with the GPU idle ($(date +%T))"
 timeout -k 10 120 "$GPUBASE" loader --data "$SET" --decode gpu --workers 1 --gpu-workers 16 --seconds 5 \
   --json -o "$OUTDIR/loader-gpu.json" >"$OUTDIR/loader-gpu.log" 2>&1 || { echo "   loader failed"; failed=1; }
