@@ -12,6 +12,14 @@ Stream Stream::create() {
   return Stream(s);
 }
 
+Stream Stream::create_high_priority() {
+  int least = 0, greatest = 0;
+  GB_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaStream_t s{};
+  GB_CHECK_CUDA(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+  return Stream(s);
+}
+
 Event Event::create(unsigned flags) {
   cudaEvent_t e{};
   GB_CHECK_CUDA(cudaEventCreateWithFlags(&e, flags));

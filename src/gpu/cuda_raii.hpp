@@ -42,6 +42,9 @@ class Stream : public UniqueHandle<cudaStream_t, Stream> {
  public:
   // A non-blocking stream (does not synchronise with the legacy default stream).
   static Stream create();
+  // The same at the device's highest priority: its kernels are scheduled before those of
+  // streams made by create() when both wait for SMs (the input pipeline's decode beside a step).
+  static Stream create_high_priority();
   static void destroy(cudaStream_t s) noexcept { GB_CHECK_CUDA_NOTHROW(cudaStreamDestroy(s)); }
   void synchronize() const { GB_CHECK_CUDA(cudaStreamSynchronize(get())); }
   using UniqueHandle::UniqueHandle;

@@ -159,9 +159,10 @@ class NvjpegDecoder {
   // next call on the state for that work (a driver wait that no signal interrupts). With one
   // state reused batch after batch, that wait sometimes never returned on H100 and H200
   // (hardware backend, 16 readers; bench/NOTES.md b4). A caller that pipelines batches
-  // alternates states and reuses one only once its previous batch is done (its own,
-  // cancellable wait), so nvJPEG's wait finds nothing to wait for.
-  static constexpr int kBatchedStates = 2;
+  // takes the states in turn and reuses one only once its previous batch is done (its own,
+  // cancellable wait), so nvJPEG's wait finds nothing to wait for. Three: one batch being
+  // decoded, one decoded ahead, one the consumer's kernel may still read.
+  static constexpr int kBatchedStates = 3;
 
   // Decodes every image, enqueuing the GPU work on `stream` (nvJPEG may block the calling thread
   // for its host stages) with batched state `state` (0 .. kBatchedStates - 1). Never throws for
@@ -185,7 +186,7 @@ class NvjpegDecoder {
   mutable std::mutex api_mutex_;
   nvjpeg_api::nvjpegJpegState_t batched_state_[kBatchedStates] = {};
   // Per state, the size nvjpegDecodeBatchedInitialize was last called with.
-  int batched_size_[kBatchedStates] = {-1, -1};
+  int batched_size_[kBatchedStates] = {-1, -1, -1};
   // Single-image decodes: the DEFAULT backend, made on first need.
   nvjpeg_api::nvjpegHandle_t single_handle_ = nullptr;
   nvjpeg_api::nvjpegJpegState_t single_state_ = nullptr;

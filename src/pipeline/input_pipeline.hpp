@@ -13,7 +13,9 @@
 //   in->into(stream, images, labels);                 // fixed device buffers, tensor_bytes()
 //
 // The pipeline owns the loader (worker threads filling a ring of pinned batch slots, looking
-// ahead across epochs), its own copy/decode stream, and two output tensors for next(). A slot goes
+// ahead across epochs), its own copy/decode stream, two output tensors for next(), and on the
+// nvJPEG paths a decode thread that runs nvJPEG's host stage for the batches ahead, so the
+// consumer's thread (the one launching a training step) only launches a kernel per batch. A slot goes
 // back to the workers as soon as the GPU has read it (an event polled without blocking before
 // each batch), so the workers refill it while the GPU computes; at most prefetch - 1 batches are
 // on the GPU at once. The consumer's stream waits for each batch by an event (no host wait); the
@@ -68,12 +70,12 @@ struct PipelineStats {
   data::LoaderStats loader;  // read, process stages, bad samples, consumer_wait
   std::size_t gpu_batches = 0;
   double decode_gpu_ms = 0;     // nvJPEG + the split's pixel copies (events), summed
-  double decode_host_ms = 0;    // the consumer thread inside nvJPEG's host stage, summed
+  double decode_host_ms = 0;    // the decode thread inside nvJPEG's host stage, summed
   double resize_ms = 0;         // the resize-crop-normalize kernel (events), summed
   std::size_t arena_grows = 0;  // decoded-image arena reallocations (a larger batch than before)
   // The consumer's side: wall time from the first next() after construction or reset_stats()
   // to the return of the last, and the part of it spent inside next()/into() (waiting for the
-  // workers, for a free slot, in nvJPEG's host stage).
+  // workers, for a free slot, for the nvJPEG paths' decode thread).
   double wall_s = 0;
   double in_pipeline_s = 0;
   double data_wait_share() const { return wall_s > 0 ? in_pipeline_s / wall_s : 0; }

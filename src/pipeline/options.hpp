@@ -42,7 +42,7 @@ struct PipelineOptions {
   // it: given, or balanced_gpu_share() of two measured rates); not allowed for cpu and gpu.
   std::optional<double> gpu_share;
   unsigned workers = 0;      // loader threads; 0: default_workers(decode, usable cores)
-  std::size_t prefetch = 4;  // batch slots in the pinned ring (the GPU paths use at least 2)
+  std::size_t prefetch = 4;  // batch slots in the pinned ring (the GPU paths use at least 4)
   std::uint64_t seed = 0;    // shuffle, crop and flip draws
   bool strict = false;       // a bad sample is an error naming it, not a substitute
   bool drop_last = false;    // every batch full (fixed shapes for a captured CUDA graph)

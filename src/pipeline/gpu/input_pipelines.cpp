@@ -2,14 +2,19 @@
 //   CpuDecodePipeline  (cpu): jpeg_train_process workers -> pinned slots -> DeviceFeeder (H2D on
 //                      its own stream, normalization on the consumer's stream).
 //   NvjpegPipeline     (gpu, both): reader workers (or the split's mix) -> pinned slots ->
-//                      NvjpegBatchStage (nvJPEG on its own stream, one kernel on the consumer's).
+//                      decode thread: NvjpegBatchStage::decode (nvJPEG on its own stream) ->
+//                      consumer: NvjpegBatchStage::finish (one kernel on the consumer's stream).
 // Both take batches across epochs (next_batch) and keep at most prefetch - 1 batches on the GPU,
 // so the workers always have a slot to fill and the loader never finds its next slot still lent.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/cancel.hpp"
@@ -161,6 +166,11 @@ data::SlotAllocator pinned_slots() {
   return DeviceFeeder::pinned_slot_allocator();
 }
 
+// The decode thread takes each batch from the loader and runs nvJPEG's host stage for it, up
+// to two batches ahead of the consumer; the consumer's next() only launches the kernel. Slots
+// lent by the loader, at most prefetch - 1 at once: the batch being decoded, the ones decoded
+// ahead (ready_), and the one the consumer took last (its slot and arena stay for
+// check_last_batch() until the next take or drain()).
 class NvjpegPipeline final : public PipelineBase {
  public:
   NvjpegPipeline(const data::Dataset& dataset, const PipelineOptions& o, unsigned workers,
@@ -173,13 +183,25 @@ class NvjpegPipeline final : public PipelineBase {
         loader_(dataset, loader_options(o, workers, sample_bytes_), process(o, workers),
                 pinned_slots()),
         stage_(decoder_, o, sample_bytes_),
-        max_in_flight_(o.prefetch - 1) {
+        max_lent_(o.prefetch - 1) {
     epoch_ = o.first_epoch;
     loader_.start_epoch(epoch_);
+    for (int a = 0; a < NvjpegBatchStage::kArenas; ++a) free_arenas_.push_back(a);
+    thread_ = std::thread([this] { decode_loop(); });
   }
   ~NvjpegPipeline() override {
+    {
+      const std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
     try {
       drain();
+      // The batches decoded ahead: nvJPEG reads their pinned slots until `decoded`.
+      const gpu::Event idle = gpu::Event::create(cudaEventDisableTiming);
+      idle.record(stage_.stream());
+      wait_event(idle);
     } catch (...) {  // a failed CUDA call: the loader's stop() below still joins its workers
     }
     loader_.stop();
@@ -187,9 +209,9 @@ class NvjpegPipeline final : public PipelineBase {
 
   void drain() override {
     while (!in_flight_.empty()) {
-      Entry& e = in_flight_.front();
-      wait_event(e.s.done);
-      if (!e.released) loader_.release(e.s.batch);
+      Entry& e = *in_flight_.front();
+      wait_event(e.d.done);
+      give_back(e);
       account(e);
       in_flight_.pop_front();
     }
@@ -202,8 +224,8 @@ class NvjpegPipeline final : public PipelineBase {
     totals_ = {};
   }
   std::optional<DecodeCheck> check_last_batch(std::size_t count) override {
-    if (in_flight_.empty() || in_flight_.back().released) return std::nullopt;
-    return stage_.check(in_flight_.back().s.batch, count, dataset_);
+    if (in_flight_.empty() || in_flight_.back()->given_back) return std::nullopt;
+    return stage_.check(in_flight_.back()->d, count, dataset_);
   }
   DecoderInfo decoder() const override {
     DecoderInfo d;
@@ -218,10 +240,11 @@ class NvjpegPipeline final : public PipelineBase {
   std::optional<DeviceBatch> take(cudaStream_t stream, void* images, std::int32_t* labels) override;
 
  private:
+  using Decoded = NvjpegBatchStage::Decoded;
   struct Entry {
-    NvjpegBatchStage::Submitted s;
+    Decoded d;
     std::uint64_t generation = 0;
-    bool released = false;  // the slot went back to the loader
+    bool given_back = false;  // the slot went back to the loader, the arena to the decode thread
   };
   struct Totals {
     std::size_t gpu_decoded = 0, cpu_decoded = 0, failures = 0, single = 0, left_out = 0;
@@ -244,8 +267,11 @@ class NvjpegPipeline final : public PipelineBase {
     return split_process(std::move(reader), jpeg_train_process(workers, o.image_size), o.image_size,
                          o.gpu_share.value_or(1));
   }
-  void release_finished();
-  void note_failures(const Entry& e);
+  void decode_loop();
+  std::unique_ptr<Decoded> next_decoded();
+  void give_back(Entry& e);
+  void account_finished();
+  void note_failures(const Decoded& d);
   void account(const Entry& e);
 
   const data::Dataset& dataset_;
@@ -254,69 +280,128 @@ class NvjpegPipeline final : public PipelineBase {
   std::size_t sample_bytes_;
   data::Loader loader_;
   NvjpegBatchStage stage_;
-  std::size_t max_in_flight_;
-  std::deque<Entry> in_flight_;
+  std::size_t max_lent_;
+  // The decode thread's: the loader's epochs (next_batch) and nvJPEG.
+  std::thread thread_;
   std::uint32_t epoch_ = 0;
+  // Between the decode thread and the consumer, under mu_.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Decoded>> ready_;
+  std::deque<int> free_arenas_;
+  std::size_t lent_ = 0;  // slots lent by the loader and not yet given back
+  bool stopping_ = false, ended_ = false;
+  std::exception_ptr error_;  // the decode thread's, rethrown by next() after the batches before it
+  // The consumer's: batches taken whose kernel has not been accounted, the last one held.
+  std::deque<std::unique_ptr<Entry>> in_flight_;
   std::uint64_t generation_ = 0;
   Totals totals_;
 };
 
-// Slots whose decode has read them go back (oldest first, without waiting); batches whose
-// kernel is done too leave the queue with their times.
-void NvjpegPipeline::release_finished() {
-  for (Entry& e : in_flight_) {
-    if (e.released) continue;
-    if (!event_done(e.s.decoded)) break;
-    loader_.release(e.s.batch);
-    e.released = true;
+void NvjpegPipeline::decode_loop() {
+  try {
+    GB_CHECK_CUDA(cudaSetDevice(options().device));
+    for (;;) {
+      int arena = 0;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || (!free_arenas_.empty() && lent_ < max_lent_); });
+        if (stopping_) break;
+        arena = free_arenas_.front();
+        free_arenas_.pop_front();
+        ++lent_;
+      }
+      std::optional<data::Batch> b = next_batch(loader_, epoch_);
+      if (!b) {  // Ctrl-C
+        const std::lock_guard lock(mu_);
+        free_arenas_.push_front(arena);
+        --lent_;
+        break;
+      }
+      auto d = std::make_unique<Decoded>(stage_.decode(*b, arena));
+      {
+        const std::lock_guard lock(mu_);
+        ready_.push_back(std::move(d));
+      }
+      cv_.notify_all();
+    }
+  } catch (...) {
+    const std::lock_guard lock(mu_);
+    error_ = std::current_exception();
   }
-  while (!in_flight_.empty() && in_flight_.front().released &&
-         event_done(in_flight_.front().s.done)) {
-    account(in_flight_.front());
+  {
+    const std::lock_guard lock(mu_);
+    ended_ = true;
+  }
+  cv_.notify_all();
+}
+
+// The next batch the decode thread finished, waiting for it; nothing once it ended (Ctrl-C), or
+// its error once the batches before it are taken.
+std::unique_ptr<NvjpegBatchStage::Decoded> NvjpegPipeline::next_decoded() {
+  std::unique_lock lock(mu_);
+  while (ready_.empty() && !ended_) cv_.wait_for(lock, std::chrono::milliseconds(50));
+  if (ready_.empty()) {
+    if (error_) std::rethrow_exception(error_);
+    return nullptr;
+  }
+  std::unique_ptr<Decoded> d = std::move(ready_.front());
+  ready_.pop_front();
+  return d;
+}
+
+// The slot goes back to the loader once nvJPEG has read it, the arena to the decode thread
+// (which waits for the kernel that reads it before writing it again).
+void NvjpegPipeline::give_back(Entry& e) {
+  if (e.given_back) return;
+  wait_event(e.d.decoded);
+  loader_.release(e.d.batch);
+  e.given_back = true;
+  {
+    const std::lock_guard lock(mu_);
+    free_arenas_.push_back(e.d.arena);
+    --lent_;
+  }
+  cv_.notify_all();
+}
+
+// Batches given back whose kernel is done leave the queue with their times.
+void NvjpegPipeline::account_finished() {
+  while (!in_flight_.empty() && in_flight_.front()->given_back &&
+         event_done(in_flight_.front()->d.done)) {
+    account(*in_flight_.front());
     in_flight_.pop_front();
   }
 }
 
 std::optional<DeviceBatch> NvjpegPipeline::take(cudaStream_t stream, void* images,
                                                 std::int32_t* labels) {
-  release_finished();
-  // At most prefetch - 1 slots lent to the GPU (the loader's next slot is then free), and a
-  // bounded queue of batches whose kernels the consumer's stream has not reached yet.
-  std::size_t held = 0;
-  for (const Entry& e : in_flight_) held += e.released ? 0 : 1;
-  for (Entry& e : in_flight_) {
-    if (held < max_in_flight_) break;
-    if (e.released) continue;
-    wait_event(e.s.decoded);
-    loader_.release(e.s.batch);
-    e.released = true;
-    --held;
+  if (cancel_requested()) return std::nullopt;
+  account_finished();
+  // A bounded queue of batches whose kernels the consumer's stream has not reached yet.
+  while (in_flight_.size() > max_lent_ + 2) {
+    wait_event(in_flight_.front()->d.done);
+    account_finished();
   }
-  while (in_flight_.size() > max_in_flight_ + 2) {
-    wait_event(in_flight_.front().s.done);
-    release_finished();
-  }
-  const auto b = next_batch(loader_, epoch_);
-  if (!b) return std::nullopt;
-  in_flight_.push_back(Entry{stage_.submit(*b, stream, images, labels), generation_, false});
-  const Entry& e = in_flight_.back();
-  totals_.gpu_decoded += e.s.gpu_decoded;
-  totals_.cpu_decoded += b->size - e.s.gpu_decoded;
-  totals_.single += e.s.single_decodes;
-  note_failures(e);
-  return device_batch(*b, images, labels);
+  std::unique_ptr<Decoded> d = next_decoded();
+  if (!d) return std::nullopt;
+  if (!in_flight_.empty()) give_back(*in_flight_.back());  // the batch taken before
+  in_flight_.push_back(std::make_unique<Entry>(Entry{std::move(*d), generation_, false}));
+  Entry& e = *in_flight_.back();
+  stage_.finish(e.d, stream, images, labels);
+  totals_.gpu_decoded += e.d.gpu_decoded;
+  totals_.cpu_decoded += e.d.batch.size - e.d.gpu_decoded;
+  totals_.single += e.d.single_decodes;
+  note_failures(e.d);
+  return device_batch(e.d.batch, images, labels);
 }
 
-void NvjpegPipeline::note_failures(const Entry& e) {
-  if (e.s.failures == 0) return;
-  const auto& st = stage_.status();
-  for (std::size_t j = 0; j < e.s.batch.size; ++j) {
-    if (st.ok[j]) continue;
-    const std::string what = dataset_.sample_name(e.s.batch.indices[j]) + ": " + st.reason[j];
-    if (options().strict) {
-      GB_CHECK_CUDA(cudaStreamSynchronize(stage_.stream()));  // nothing reads the slots after
-      throw Error(ErrorKind::usage, "bad sample " + what);
-    }
+void NvjpegPipeline::note_failures(const Decoded& d) {
+  if (d.failures == 0) return;
+  for (std::size_t j = 0; j < d.batch.size; ++j) {
+    if (d.ok[j]) continue;
+    const std::string what = dataset_.sample_name(d.batch.indices[j]) + ": " + d.reason[j];
+    if (options().strict) throw Error(ErrorKind::usage, "bad sample " + what);
     ++totals_.failures;
     if (totals_.examples.size() < 5) {
       totals_.examples.push_back(what);
@@ -329,9 +414,9 @@ void NvjpegPipeline::note_failures(const Entry& e) {
 void NvjpegPipeline::account(const Entry& e) {
   if (e.generation != generation_) return;  // taken before reset_stats()
   ++totals_.gpu_batches;
-  totals_.decode_gpu_ms += gpu::Event::elapsed_ms(e.s.begin, e.s.decoded);
-  totals_.resize_ms += gpu::Event::elapsed_ms(e.s.resize, e.s.done);
-  totals_.decode_host_ms += e.s.decode_host_s * 1e3;
+  totals_.decode_gpu_ms += gpu::Event::elapsed_ms(e.d.begin, e.d.decoded);
+  totals_.resize_ms += gpu::Event::elapsed_ms(e.d.resize, e.d.done);
+  totals_.decode_host_ms += e.d.decode_host_s * 1e3;
 }
 
 PipelineStats NvjpegPipeline::stats() const {
@@ -376,7 +461,8 @@ std::unique_ptr<InputPipeline> make_input_pipeline(const data::Dataset& dataset,
   auto library = gpu::NvjpegLibrary::load(gpu::default_nvjpeg_library_names(), why_not);
   if (!library) return nullptr;
   PipelineOptions o = options;
-  o.prefetch = std::max<std::size_t>(o.prefetch, 2);  // one slot on the GPU, one being filled
+  // A slot for each arena (held, decoded ahead, being decoded) and one the workers fill.
+  o.prefetch = std::max<std::size_t>(o.prefetch, NvjpegBatchStage::kArenas + 1);
   return std::make_unique<NvjpegPipeline>(dataset, o, workers, std::move(library),
                                           *gpu::parse_nvjpeg_backend(options.nvjpeg_backend));
 }

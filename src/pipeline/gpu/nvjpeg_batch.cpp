@@ -89,7 +89,7 @@ NvjpegBatchStage::NvjpegBatchStage(gpu::NvjpegDecoder& decoder, const PipelineOp
     : decoder_(decoder),
       options_(o),
       sample_bytes_(sample_bytes),
-      stream_(gpu::Stream::create()),
+      stream_(gpu::Stream::create_high_priority()),
       shape_{static_cast<int>(o.batch), o.image_size, o.image_size, 3,
              o.layout == data::TensorLayout::nchw},
       out_(o.dtype) {
@@ -97,7 +97,7 @@ NvjpegBatchStage::NvjpegBatchStage(gpu::NvjpegDecoder& decoder, const PipelineOp
     mean_[c] = o.norm.mean[c];
     stddev_[c] = o.norm.stddev[c];
   }
-  for (int a = 0; a < 2; ++a) {
+  for (int a = 0; a < kArenas; ++a) {
     items_device_[a] = gpu::DeviceBuffer(o.batch * sizeof(gpu::ResizeCropItem));
     labels_[a] = gpu::DeviceBuffer(o.batch * sizeof(std::int32_t));
     consumed_[a] = gpu::Event::create(cudaEventDisableTiming);
@@ -113,9 +113,7 @@ void NvjpegBatchStage::lay_out(const data::Batch& b, int a) {
     total += (image_bytes(slot_record(b, j, sample_bytes_)) + kArenaAlign - 1) / kArenaAlign *
              kArenaAlign;
   }
-  if (total > arena_[a].bytes()) {
-    // The consumer's kernel may still read the old arena.
-    if (used_[a]) wait_event(consumed_[a]);
+  if (total > arena_[a].bytes()) {  // decode() waited for the kernel that read the old one
     arena_[a] = gpu::DeviceBuffer(total + total / 4);
     ++arena_grows_;
   }
@@ -123,7 +121,7 @@ void NvjpegBatchStage::lay_out(const data::Batch& b, int a) {
 
 // nvJPEG for the JPEG samples, the pixels of the CPU-decoded ones, the labels: all into arena a
 // and its label buffer on the stage's stream; per-position status.
-void NvjpegBatchStage::enqueue_decode(const data::Batch& b, int a, Submitted& s) {
+void NvjpegBatchStage::enqueue_decode(const data::Batch& b, int a, Decoded& d) {
   const std::size_t n = b.size;
   std::uint8_t* arena = arena_[a].as<std::uint8_t>();
   images_.clear();
@@ -142,20 +140,18 @@ void NvjpegBatchStage::enqueue_decode(const data::Batch& b, int a, Submitted& s)
     images_.push_back(im);
     to_gpu_.push_back(j);
   }
-  s.begin.record(stream_.get());
+  d.begin.record(stream_.get());
   const auto h0 = Clock::now();
   if (!images_.empty()) decoder_.decode(images_, stream_.get(), gpu_status_, a);
-  s.decode_host_s = std::chrono::duration<double>(Clock::now() - h0).count();
-  status_.ok.assign(n, 1);
-  status_.reason.assign(n, std::string());
-  status_.single_decodes = images_.empty() ? 0 : gpu_status_.single_decodes;
-  status_.batch_failed = !images_.empty() && gpu_status_.batch_failed;
+  d.decode_host_s = std::chrono::duration<double>(Clock::now() - h0).count();
+  d.ok.assign(n, 1);
+  d.reason.assign(n, std::string());
   for (std::size_t k = 0; k < to_gpu_.size(); ++k) {
-    status_.ok[to_gpu_[k]] = gpu_status_.ok[k];
-    status_.reason[to_gpu_[k]] = gpu_status_.reason[k];
+    d.ok[to_gpu_[k]] = gpu_status_.ok[k];
+    d.reason[to_gpu_[k]] = gpu_status_.reason[k];
   }
-  s.gpu_decoded = to_gpu_.size();
-  s.single_decodes = status_.single_decodes;
+  d.gpu_decoded = to_gpu_.size();
+  d.single_decodes = images_.empty() ? 0 : gpu_status_.single_decodes;
   for (std::size_t j = 0; j < n; ++j) {
     const SlotRecord& r = slot_record(b, j, sample_bytes_);
     if (!r.decoded) continue;
@@ -169,7 +165,7 @@ void NvjpegBatchStage::enqueue_decode(const data::Batch& b, int a, Submitted& s)
 
 // The kernel's items for b (crop and flip, or the whole image for a CPU-decoded sample), copied
 // to the device on the stage's stream.
-void NvjpegBatchStage::fill_items(const data::Batch& b, int a, Submitted& s) {
+void NvjpegBatchStage::fill_items(const data::Batch& b, int a, Decoded& d) {
   const std::size_t n = b.size;
   items_.resize(n);
   for (std::size_t j = 0; j < n; ++j) {
@@ -191,8 +187,8 @@ void NvjpegBatchStage::fill_items(const data::Batch& b, int a, Submitted& s) {
       it.crop_h = static_cast<float>(r.box.height);
       it.flip = r.flip;
     }
-    it.valid = status_.ok[j];
-    if (!status_.ok[j]) ++s.failures;
+    it.valid = d.ok[j];
+    if (!d.ok[j]) ++d.failures;
   }
   // From pageable memory: the call returns once items_ is staged, so it can be refilled.
   GB_CHECK_CUDA(cudaMemcpyAsync(items_device_[a].data(), items_.data(),
@@ -200,48 +196,48 @@ void NvjpegBatchStage::fill_items(const data::Batch& b, int a, Submitted& s) {
                                 stream_.get()));
 }
 
-NvjpegBatchStage::Submitted NvjpegBatchStage::submit(const data::Batch& b, cudaStream_t compute,
-                                                     void* dst, std::int32_t* labels) {
-  const int a = next_;
-  next_ = 1 - next_;
-  last_ = a;
-  Submitted s{b, gpu::Event::create(), gpu::Event::create(), gpu::Event::create(),
-              gpu::Event::create()};
-  lay_out(b, a);
+NvjpegBatchStage::Decoded NvjpegBatchStage::decode(const data::Batch& b, int a) {
+  if (a < 0 || a >= kArenas)
+    throw Error(ErrorKind::runtime, "nvJPEG stage: no arena " + std::to_string(a));
+  Decoded d{b, a, gpu::Event::create(), gpu::Event::create(), gpu::Event::create(),
+            gpu::Event::create()};
   // Arena a, its items and labels are rewritten, and nvJPEG's batched state a reused, only once
-  // the consumer has read them. The host waits for that (two batches ago: mostly done), with a
+  // the consumer's kernel has read them. The host waits for that (mostly done long ago), with a
   // wait Ctrl-C ends: the hardware backend's batched decode writes its outputs when called,
   // without waiting for the work queued before it on the stream, and nvJPEG's own wait for a
   // state's previous batch (gpu/nvjpeg.hpp, kBatchedStates) is one no signal interrupts, so it
   // must find that batch done.
-  static_assert(gpu::NvjpegDecoder::kBatchedStates == 2, "one nvJPEG state per arena");
   if (used_[a]) wait_event(consumed_[a]);
   used_[a] = true;
-  enqueue_decode(b, a, s);
-  fill_items(b, a, s);
-  s.decoded.record(stream_.get());
-
-  GB_CHECK_CUDA(cudaStreamWaitEvent(compute, s.decoded.get(), 0));
-  s.resize.record(compute);
-  gpu::NormalizeShape shape = shape_;
-  shape.n = static_cast<int>(b.size);
-  gpu::resize_crop_normalize(items_device_[a].as<gpu::ResizeCropItem>(), shape, out_, mean_,
-                             stddev_, dst, compute);
-  GB_CHECK_CUDA(cudaMemcpyAsync(labels, labels_[a].data(), b.size * sizeof(std::int32_t),
-                                cudaMemcpyDeviceToDevice, compute));
-  consumed_[a].record(compute);
-  s.done.record(compute);
-  return s;
+  lay_out(b, a);
+  enqueue_decode(b, a, d);
+  fill_items(b, a, d);
+  d.decoded.record(stream_.get());
+  return d;
 }
 
-std::vector<float> NvjpegBatchStage::last_as_f32(std::size_t count) {
+void NvjpegBatchStage::finish(Decoded& d, cudaStream_t compute, void* dst, std::int32_t* labels) {
+  const int a = d.arena;
+  GB_CHECK_CUDA(cudaStreamWaitEvent(compute, d.decoded.get(), 0));
+  d.resize.record(compute);
+  gpu::NormalizeShape shape = shape_;
+  shape.n = static_cast<int>(d.batch.size);
+  gpu::resize_crop_normalize(items_device_[a].as<gpu::ResizeCropItem>(), shape, out_, mean_,
+                             stddev_, dst, compute);
+  GB_CHECK_CUDA(cudaMemcpyAsync(labels, labels_[a].data(), d.batch.size * sizeof(std::int32_t),
+                                cudaMemcpyDeviceToDevice, compute));
+  consumed_[a].record(compute);
+  d.done.record(compute);
+}
+
+std::vector<float> NvjpegBatchStage::as_f32(int arena, std::size_t count) {
   const std::size_t elements =
       count * static_cast<std::size_t>(options_.image_size) * options_.image_size * 3;
   gpu::DeviceBuffer out(elements * sizeof(float));
   gpu::NormalizeShape shape = shape_;
   shape.n = static_cast<int>(count);
   shape.nchw = true;
-  gpu::resize_crop_normalize(items_device_[last_].as<gpu::ResizeCropItem>(), shape,
+  gpu::resize_crop_normalize(items_device_[arena].as<gpu::ResizeCropItem>(), shape,
                              gpu::ElementType::f32, mean_, stddev_, out.data(), stream_.get());
   std::vector<float> host(elements);
   GB_CHECK_CUDA(cudaMemcpyAsync(host.data(), out.data(), elements * sizeof(float),

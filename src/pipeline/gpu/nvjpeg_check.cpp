@@ -62,11 +62,12 @@ double psnr(double sq, std::size_t values) {
 
 }  // namespace
 
-DecodeCheck NvjpegBatchStage::check(const data::Batch& b, std::size_t count,
+DecodeCheck NvjpegBatchStage::check(const Decoded& d, std::size_t count,
                                     const data::Dataset& dataset) {
+  const data::Batch& b = d.batch;
   count = std::min(count, b.size);
   DecodeCheck out;
-  const std::vector<float> gpu_out = last_as_f32(count);
+  const std::vector<float> gpu_out = as_f32(d.arena, count);
   const int size = options_.image_size;
   const LevelsView got{gpu_out, static_cast<std::size_t>(size) * size, mean_, stddev_};
   data::JpegDecoder jpeg;
@@ -74,7 +75,7 @@ DecodeCheck NvjpegBatchStage::check(const data::Batch& b, std::size_t count,
   std::vector<std::uint8_t> want(got.plane * 3);
   double sq = 0;
   for (std::size_t j = 0; j < count; ++j) {
-    if (!status_.ok[j]) continue;
+    if (!d.ok[j]) continue;
     const SlotRecord& r = slot_record(b, j, sample_bytes_);
     const std::uint8_t* payload = slot_payload(b, j, sample_bytes_);
     if (r.decoded) {
