@@ -205,7 +205,7 @@ TrainFeedChoice choose_training_feed(const FeedInputs& in,
   const double model = *model_images_per_s;
   const std::string vs_model = "x the model's " + grouped(model) + " images/s alone";
   auto ratio = [&](double r) { return fixed(r / model, 2) + vs_model; };
-  // An nvJPEG-fed step is the model's step plus the host stage of its batch (see the header).
+  // An nvJPEG-fed step is the model's step plus the decode of its batch (see the header).
   auto nvjpeg_expected = [&](double loader_rate, const std::optional<double>& host_us) {
     if (loader_rate <= 0) return 0.0;
     const double host_s = host_us && *host_us > 0 ? *host_us * 1e-6 : 0.0;
@@ -218,7 +218,8 @@ TrainFeedChoice choose_training_feed(const FeedInputs& in,
     std::string s = std::string(what) + " would feed about " + grouped(r) + " images/s (" +
                     fixed(r / model, 2) + "x";
     if (host_us && *host_us > 0)
-      s += ": each step waits for its host stage, " + fixed(*host_us, 1) + " us an image";
+      s += ": the decode of each batch and the step take turns, " + fixed(*host_us, 1) +
+           " us an image";
     return s + ")";
   };
   std::string nvjpeg_note;

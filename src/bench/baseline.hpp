@@ -84,20 +84,22 @@ std::string_view to_string(StageState s);
 
 // What feeds the training run. The loader stage measured the CPU path's knee (its workers and
 // rate) and, where nvJPEG runs, the nvJPEG path alone and the CPU/GPU split, each with the time
-// the consumer thread spends in nvJPEG's host stage per image; the training stage times the model
-// alone first. With the model's rate known, each candidate gets the rate it is expected to feed
-// under training:
+// nvJPEG's call takes per image (its host stage); the training stage times the model alone
+// first. With the model's rate known, each candidate gets the rate it is expected to feed under
+// training:
 //   - the CPU path at the knee: the lower of its loader-stage rate and the model's (the workers
 //     decode beside the GPU; measured: 1.00x the model on an H100 and on an H200 whenever the
 //     knee was faster than the model);
 //   - the nvJPEG path and the split: the lower of the loader-stage rate and 1 / (1 / model +
-//     host stage per image). The host stage runs on the thread that launches the steps, and
-//     under training it does not overlap the step (measured: the step grew by about the host
-//     stage, 53.2 ms against 42.4 + 11.8 on an H100, 44.9 against 36.3 + 8.8 on an H200, the
-//     thread on a CPU the whole time), so these paths feed less than the model even when the
-//     engines decode three times faster.
+//     host stage per image). nvJPEG's batched decode returns only once the GPU has finished the
+//     work queued before it, the training step included, so under training the decode of a
+//     batch and the step take turns (measured: the step grew by about the host stage, 53.2 ms
+//     against 42.4 + 11.8 on an H100, 44.9 against 36.3 + 8.8 on an H200; with the decode on a
+//     thread of the pipeline's own, nvJPEG's call took the whole 52.7 ms step against 11.0 ms
+//     with the GPU idle), so these paths feed less than the model even when the engines decode
+//     three times faster.
 // The knee feeds when it keeps up (at least kFeedHeadroom times the model's rate); else the
-// candidate with the highest expected rate. bench/NOTES.md b8 and b10 have the figures.
+// candidate with the highest expected rate. bench/NOTES.md b8, b10 and b11 have the figures.
 inline constexpr double kFeedHeadroom = 1.0;
 
 struct FeedInputs {
@@ -105,7 +107,7 @@ struct FeedInputs {
   std::optional<unsigned> knee_workers;     // loader.cpu.knee.workers
   std::optional<double> knee_images_per_s;  // the CPU path at the knee
   std::optional<double> gpu_images_per_s;    // loader.gpu_decode.images_per_s (nvJPEG ran)
-  std::optional<double> gpu_host_us_per_image;    // its consumer thread in nvJPEG's host stage
+  std::optional<double> gpu_host_us_per_image;    // nvJPEG's call per image (host stage)
   std::optional<double> split_images_per_s;  // loader.split.images_per_s (nvJPEG ran)
   std::optional<double> split_host_us_per_image;  // the same for the split
   std::optional<double> split_gpu_share;     // its share to nvJPEG, 0..1 (kept for training)

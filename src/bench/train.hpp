@@ -148,9 +148,10 @@ struct TrainMeasurement {
   std::string data_gpu_share_source;     // "asked", or the two rates it was balanced from
   std::string data_nvjpeg_backend;       // gpu, both: "hardware", ...
   std::size_t data_decode_failures = 0;  // gpu, both: rejected by nvJPEG (left at the mean)
-  // gpu, both, over the timed steps' batches: the launching thread inside nvJPEG's host stage
-  // and nvJPEG's GPU span (events on its stream), per batch: the loader stage measures the same
-  // with the GPU otherwise idle, so the two side by side show what training does to the decode.
+  // gpu, both, over the timed steps' batches: the pipeline's decode thread inside nvJPEG's
+  // host stage and nvJPEG's GPU span (events on its stream), per batch: the loader stage
+  // measures the same with the GPU otherwise idle, so the two side by side show what training
+  // does to the decode.
   std::optional<double> data_decode_host_ms, data_decode_gpu_ms;
   // pick_feed: the model alone on the feed's buffers (batch / median step), and the choice.
   std::optional<double> model_alone_images_per_s;

@@ -32,17 +32,18 @@ constexpr std::string_view kMeasure =
     "; `gpubase loader --decode both --data DIR` measures each path's rate alone, to hold "
     "against the model's";
 
-// What an nvJPEG-fed step waits for (bench/NOTES.md b10: the step grew by the host stage, the
-// launching thread on a CPU the whole time, on an H100 and an H200 alike).
-constexpr std::string_view kHostStage =
-    "nvJPEG's host stage (its parse and submission of each batch) runs on the thread that "
-    "launches the steps, and each step waits for it";
+// What an nvJPEG-fed step waits for (bench/NOTES.md b10, b11: with the decode on a thread of its
+// own, nvJPEG's call under training took the whole step, 52.7 ms a batch against 11.0 with the
+// GPU idle, and the step grew by the decode, on an H100).
+constexpr std::string_view kDecodeTakesTurns =
+    "nvJPEG's batched decode returns only once the GPU has finished the work queued before it, "
+    "the training step included, so the decode of each batch and the step take turns";
 
 // The GPU waited for gpubase's loader: the lever depends on what fed it.
 std::string starved_advice(const std::string& decode) {
   if (decode == "both")
     return "gpubase's loader (the CPU/GPU split: nvJPEG and CPU decode threads) did not keep "
-           "up with the model: " + std::string(kHostStage) +
+           "up with the model: " + std::string(kDecodeTakesTurns) +
            ". Feed it with the CPU decode threads alone (`gpubase train --data DIR --decode cpu "
            "--workers N`, N the knee of `gpubase loader`'s sweep) where they keep up with the "
            "model, else send nvJPEG a smaller share (`--gpu-share`), or make each image "
@@ -50,12 +51,12 @@ std::string starved_advice(const std::string& decode) {
            std::string(kMeasure);
   if (decode == "gpu")
     return "gpubase's loader (nvJPEG, its reader threads) did not keep up with the model: " +
-           std::string(kHostStage) +
+           std::string(kDecodeTakesTurns) +
            ". Feed it with CPU decode threads (`gpubase train --data DIR --decode cpu --workers "
            "N`, N the knee of `gpubase loader`'s sweep) where they keep up with the model, "
            "else with the CPU/GPU split (`--decode both`, a smaller `--gpu-share` for a shorter "
-           "host stage), or make each image cheaper (pre-resized JPEGs, a packed .gbpack: "
-           "`gpubase dataset`)" +
+           "decode of each batch), or make each image cheaper (pre-resized JPEGs, a packed "
+           ".gbpack: `gpubase dataset`)" +
            std::string(kMeasure);
   return "gpubase's loader (CPU decode threads in this process) did not keep up with the model: "
          "feed it with the CPU/GPU split (`gpubase train --data DIR --decode both`: nvJPEG "
@@ -97,17 +98,14 @@ std::string busy_core_advice(const Run& run, const std::string& decode) {
   std::string s =
       "the busiest core runs gpubase's own threads (loader workers, the consumer that hands "
       "batches to the GPU, the sampler): " + cpu_cost(run);
-  const bool nvjpeg = decode == "gpu" || decode == "both";
-  if (nvjpeg && busiest_is_main_thread(run))
-    return s + "the busiest thread is the consumer, and with nvJPEG it also runs " +
-           std::string(kHostStage) +
-           ": feed with CPU decode threads (`--decode cpu`) where they keep up with the model, "
-           "or send nvJPEG a smaller share (`--decode both --gpu-share`)";
-  if (decode == "gpu")
-    return s + "nvJPEG's reader threads are cheap, so look for another process on the host";
   if (busiest_is_main_thread(run))
     s += "the busiest thread is the consumer, so leave it a core (`--workers` one below the "
          "usable cores), ";
+  else if (decode == "gpu")
+    return s + "nvJPEG's reader threads and its decode thread are cheap, so look for another "
+               "process on the host";
+  if (decode == "gpu")
+    return s + "and look for another process on the host";
   constexpr std::string_view kCheaperImages =
       ", or make each image cheaper (pre-resized JPEGs, a packed .gbpack: `gpubase dataset`)";
   if (decode == "both")
