@@ -4,11 +4,14 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 
 #include "core/check.hpp"
 #include "core/error.hpp"
+#include "gpu/block_cache.hpp"
 #include "gpu/check.hpp"
 
 namespace gb::gpu {
@@ -122,6 +125,10 @@ std::shared_ptr<NvjpegLibrary> NvjpegLibrary::load(const std::vector<std::string
                  ": not libnvjpeg, or older than CUDA 11";
       continue;  // lib's destructor closes it
     }
+    a.set_device_padding = reinterpret_cast<api::nvjpegSetMemoryPadding_fn>(
+        dlsym(so, "nvjpegSetDeviceMemoryPadding"));
+    a.set_pinned_padding = reinterpret_cast<api::nvjpegSetMemoryPadding_fn>(
+        dlsym(so, "nvjpegSetPinnedMemoryPadding"));
     why_not.clear();
     lib->unload_ = false;
     return lib;
@@ -166,10 +173,96 @@ std::optional<NvjpegBackendChoice> parse_nvjpeg_backend(std::string_view text) {
   return std::nullopt;
 }
 
+// --- nvJPEG's memory ---------------------------------------------------------------------------
+
+namespace {
+
+// Process-wide block caches for nvJPEG's buffers, per device (a block is device memory of the
+// device current when it was made). Never destroyed: nvJPEG handles may outlive static
+// destruction, and freeing at exit would call the driver while it shuts down.
+BlockCache& device_blocks() {
+  static std::mutex mu;
+  static auto* caches = new std::map<int, std::unique_ptr<BlockCache>>();
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) device = 0;
+  const std::lock_guard lock(mu);
+  auto& cache = (*caches)[device];
+  if (!cache) {
+    cache = std::make_unique<BlockCache>(
+        [](std::size_t n) -> void* {
+          void* p = nullptr;
+          return cudaMalloc(&p, n) == cudaSuccess ? p : nullptr;
+        },
+        [](void* p) { (void)cudaFree(p); });
+  }
+  return *cache;
+}
+
+BlockCache& pinned_blocks() {
+  static auto* cache = new BlockCache(
+      [](std::size_t n) -> void* {
+        void* p = nullptr;
+        return cudaHostAlloc(&p, n, cudaHostAllocDefault) == cudaSuccess ? p : nullptr;
+      },
+      [](void* p) { (void)cudaFreeHost(p); });
+  return *cache;
+}
+
+extern "C" int pooled_device_malloc(void** ptr, std::size_t size) {
+  *ptr = device_blocks().take(size);
+  return *ptr ? 0 : static_cast<int>(cudaErrorMemoryAllocation);
+}
+extern "C" int pooled_device_free(void* ptr) {
+  if (ptr && !device_blocks().give(ptr)) return static_cast<int>(cudaErrorInvalidValue);
+  return 0;
+}
+extern "C" int pooled_pinned_malloc(void** ptr, std::size_t size, unsigned int /*flags*/) {
+  *ptr = pinned_blocks().take(size);
+  return *ptr ? 0 : static_cast<int>(cudaErrorMemoryAllocation);
+}
+extern "C" int pooled_pinned_free(void* ptr) {
+  if (ptr && !pinned_blocks().give(ptr)) return static_cast<int>(cudaErrorInvalidValue);
+  return 0;
+}
+
+api::nvjpegDevAllocator_t g_device_allocator{pooled_device_malloc, pooled_device_free};
+api::nvjpegPinnedAllocator_t g_pinned_allocator{pooled_pinned_malloc, pooled_pinned_free};
+
+constexpr std::size_t kPooledPadding = std::size_t{16} << 20;  // DALI's default
+
+}  // namespace
+
+std::string_view to_string(NvjpegMemory m) {
+  return m == NvjpegMemory::pooled ? "pooled" : "driver";
+}
+
+NvjpegMemory nvjpeg_memory_from_env() {
+  const char* v = std::getenv("GPUBASE_NVJPEG_MEMORY");
+  if (!v || !*v || std::string_view(v) == "driver") return NvjpegMemory::driver;
+  if (std::string_view(v) == "pooled") return NvjpegMemory::pooled;
+  throw Error(ErrorKind::usage, std::string("GPUBASE_NVJPEG_MEMORY=") + v +
+                                    ": not driver or pooled");
+}
+
 // --- NvjpegDecoder -----------------------------------------------------------------------------
 
+api::nvjpegDevAllocator_t* NvjpegDecoder::device_allocator() const {
+  return memory_ == NvjpegMemory::pooled ? &g_device_allocator : nullptr;
+}
+
+api::nvjpegPinnedAllocator_t* NvjpegDecoder::pinned_allocator() const {
+  return memory_ == NvjpegMemory::pooled ? &g_pinned_allocator : nullptr;
+}
+
+void NvjpegDecoder::pad(api::nvjpegHandle_t h) const {
+  if (memory_ != NvjpegMemory::pooled) return;
+  const auto& a = library_->api();
+  if (a.set_device_padding) GB_CHECK_NVJPEG(a.set_device_padding(kPooledPadding, h));
+  if (a.set_pinned_padding) GB_CHECK_NVJPEG(a.set_pinned_padding(kPooledPadding, h));
+}
+
 NvjpegDecoder::NvjpegDecoder(std::shared_ptr<NvjpegLibrary> library, NvjpegBackendChoice choice)
-    : library_(std::move(library)) {
+    : library_(std::move(library)), memory_(nvjpeg_memory_from_env()) {
   const auto& a = library_->api();
   struct Candidate {
     api::nvjpegBackend_t id;
@@ -196,7 +289,8 @@ NvjpegDecoder::NvjpegDecoder(std::shared_ptr<NvjpegLibrary> library, NvjpegBacke
   std::string refusals;
   for (const Candidate& c : order) {
     api::nvjpegHandle_t h = nullptr;
-    const int rc = a.create_ex(c.id, nullptr, nullptr, api::NVJPEG_FLAGS_DEFAULT, &h);
+    const int rc = a.create_ex(c.id, device_allocator(), pinned_allocator(),
+                               api::NVJPEG_FLAGS_DEFAULT, &h);
     if (rc == api::NVJPEG_STATUS_SUCCESS) {
       handle_ = h;
       backend_ = c.backend;
@@ -209,6 +303,7 @@ NvjpegDecoder::NvjpegDecoder(std::shared_ptr<NvjpegLibrary> library, NvjpegBacke
     throw Error(ErrorKind::runtime, "nvJPEG: no decoder backend available (" + refusals + ")");
   if (backend_ != NvjpegBackend::hardware) fallback_reason_ = refusals;
   try {
+    pad(handle_);
     for (auto& state : batched_state_) GB_CHECK_NVJPEG(a.state_create(handle_, &state));
   } catch (...) {
     for (auto& state : batched_state_)
@@ -296,8 +391,9 @@ void NvjpegDecoder::ensure_single_handle() {
   if (single_state_) return;
   const auto& a = library_->api();
   if (backend_ == NvjpegBackend::hardware) {
-    GB_CHECK_NVJPEG(a.create_ex(api::NVJPEG_BACKEND_DEFAULT, nullptr, nullptr,
-                                api::NVJPEG_FLAGS_DEFAULT, &single_handle_));
+    GB_CHECK_NVJPEG(a.create_ex(api::NVJPEG_BACKEND_DEFAULT, device_allocator(),
+                                pinned_allocator(), api::NVJPEG_FLAGS_DEFAULT, &single_handle_));
+    pad(single_handle_);
     GB_CHECK_NVJPEG(a.state_create(single_handle_, &single_state_));
   } else {
     GB_CHECK_NVJPEG(a.state_create(handle_, &single_state_));

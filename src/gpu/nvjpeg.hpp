@@ -79,6 +79,9 @@ class NvjpegLibrary {
     nvjpeg_api::nvjpegJpegStreamGetFrameDimensions_fn stream_frame_dimensions = nullptr;
     nvjpeg_api::nvjpegJpegStreamGetComponentsNum_fn stream_components = nullptr;
     nvjpeg_api::nvjpegDecodeBatchedSupported_fn batched_supported = nullptr;
+    // Optional (nullptr when the library lacks them).
+    nvjpeg_api::nvjpegSetMemoryPadding_fn set_device_padding = nullptr;
+    nvjpeg_api::nvjpegSetMemoryPadding_fn set_pinned_padding = nullptr;
   };
   const Api& api() const { return api_; }
 
@@ -107,6 +110,17 @@ struct JpegHeader {
   bool batched_supported = true;  // the batched (hardware) decoder takes it
 };
 
+// Where nvJPEG's own buffers come from. driver: nvJPEG's defaults (cudaMalloc / cudaFree,
+// cudaHostAlloc / cudaFreeHost). pooled: gpubase's block caches (gpu/block_cache.hpp), which
+// keep a freed buffer for reuse instead of freeing it (cudaFree and cudaFreeHost synchronise the
+// whole device), with 16 MiB of padding on each buffer nvJPEG grows. GPUBASE_NVJPEG_MEMORY=
+// driver|pooled picks it (unset: driver), for measuring whether nvJPEG's call waits for the
+// device because of its frees (bench/NOTES.md b11).
+enum class NvjpegMemory { driver, pooled };
+std::string_view to_string(NvjpegMemory m);  // "driver", "pooled"
+// GPUBASE_NVJPEG_MEMORY; gb::Error (usage) naming the valid values for anything else.
+NvjpegMemory nvjpeg_memory_from_env();
+
 class NvjpegDecoder {
  public:
   // Throws gb::Error (runtime) naming the status when no requested backend can be created, or
@@ -117,6 +131,7 @@ class NvjpegDecoder {
   NvjpegDecoder& operator=(const NvjpegDecoder&) = delete;
 
   NvjpegBackend backend() const { return backend_; }
+  NvjpegMemory memory() const { return memory_; }
   // Why the hardware engines are not used ("nvjpegCreateEx(HARDWARE):
   // NVJPEG_STATUS_ARCH_MISMATCH"), empty when they are.
   const std::string& fallback_reason() const { return fallback_reason_; }
@@ -172,11 +187,15 @@ class NvjpegDecoder {
               int state = 0);
 
  private:
+  nvjpeg_api::nvjpegDevAllocator_t* device_allocator() const;  // nullptr: nvJPEG's default
+  nvjpeg_api::nvjpegPinnedAllocator_t* pinned_allocator() const;
+  void pad(nvjpeg_api::nvjpegHandle_t h) const;  // pooled: the padding, where the library has it
   void ensure_single_handle();
   bool decode_single(const Image& image, cudaStream_t stream, std::string& reason);
 
   std::shared_ptr<NvjpegLibrary> library_;
   NvjpegBackend backend_ = NvjpegBackend::default_backend;
+  NvjpegMemory memory_ = NvjpegMemory::driver;
   std::string fallback_reason_;
   nvjpeg_api::nvjpegHandle_t handle_ = nullptr;
   // Serialises every call on handle_ (decode() and HeaderParser): with calls from several

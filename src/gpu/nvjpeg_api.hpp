@@ -75,8 +75,18 @@ struct nvjpegJpegState;
 using nvjpegJpegState_t = nvjpegJpegState*;
 struct nvjpegJpegStream;
 using nvjpegJpegStream_t = nvjpegJpegStream*;
-struct nvjpegDevAllocator_t;     // only passed as nullptr (the default cudaMalloc/cudaFree)
-struct nvjpegPinnedAllocator_t;  // only passed as nullptr (cudaHostAlloc/cudaFreeHost)
+// nvJPEG's memory: nullptr for the defaults (cudaMalloc/cudaFree, cudaHostAlloc/cudaFreeHost),
+// or these (0: success, as cudaSuccess).
+extern "C" {
+struct nvjpegDevAllocator_t {
+  int (*dev_malloc)(void** ptr, std::size_t size);
+  int (*dev_free)(void* ptr);
+};
+struct nvjpegPinnedAllocator_t {
+  int (*pinned_malloc)(void** ptr, std::size_t size, unsigned int flags);
+  int (*pinned_free)(void* ptr);
+};
+}  // extern "C"
 
 extern "C" {
 using nvjpegGetProperty_fn = nvjpegStatus_t (*)(int type, int* value);
@@ -117,6 +127,8 @@ using nvjpegJpegStreamGetFrameDimensions_fn = nvjpegStatus_t (*)(nvjpegJpegStrea
                                                                  unsigned int* height);
 using nvjpegJpegStreamGetComponentsNum_fn = nvjpegStatus_t (*)(nvjpegJpegStream_t jpeg_stream,
                                                                unsigned int* components_num);
+// The extra bytes nvJPEG adds to each device or pinned buffer it (re)allocates.
+using nvjpegSetMemoryPadding_fn = nvjpegStatus_t (*)(std::size_t padding, nvjpegHandle_t handle);
 // *is_supported == 0 means SUPPORTED (nvjpeg.h's convention).
 using nvjpegDecodeBatchedSupported_fn = nvjpegStatus_t (*)(nvjpegHandle_t handle,
                                                            nvjpegJpegStream_t jpeg_stream,
