@@ -82,6 +82,7 @@ Result& feed_params(Result& r, const TrainMeasurement& m) {
   }
   if (!m.data_nvjpeg_backend.empty()) {
     r.param("nvjpeg_backend", m.data_nvjpeg_backend);
+    if (!m.data_nvjpeg_memory.empty()) r.param("nvjpeg_memory", m.data_nvjpeg_memory);
     r.param("decode_failures", static_cast<double>(m.data_decode_failures), "", 0);
     if (m.data_decode_host_ms) r.param("decode_host_ms_per_batch", *m.data_decode_host_ms, "ms", 2);
     if (m.data_decode_gpu_ms) r.param("decode_gpu_ms_per_batch", *m.data_decode_gpu_ms, "ms", 2);

@@ -91,7 +91,8 @@ std::unique_ptr<pipeline::InputPipeline> initialise(const data::Dataset& dataset
     sink.add_fact({"loader.gpu_decode.library", "nvJPEG library", m.library});
     sink.add_fact(
         {"loader.gpu_decode.backend", "nvJPEG backend",
-         m.backend + (m.backend_note.empty() ? " (NVJPG engines)" : " (" + m.backend_note + ")")});
+         m.backend + (m.backend_note.empty() ? " (NVJPG engines)" : " (" + m.backend_note + ")") +
+             (d.memory == "pooled" ? ", its buffers pooled (GPUBASE_NVJPEG_MEMORY)" : "")});
     sink.add_fact({"loader.gpu_decode.output", "GPU path output",
                    std::to_string(po.image_size) + "x" + std::to_string(po.image_size) +
                        "x3 normalized, bf16 NCHW, in device memory"});

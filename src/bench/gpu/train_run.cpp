@@ -197,6 +197,7 @@ bool start_feed(LoaderFeed& feed, const TrainBenchOptions& o, const TrainConfig&
   }
   m.data_source = feed.source();
   m.data_nvjpeg_backend = feed.pipeline()->decoder().backend;
+  m.data_nvjpeg_memory = feed.pipeline()->decoder().memory;
   return true;
 }
 

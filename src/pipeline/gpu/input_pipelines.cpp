@@ -231,6 +231,7 @@ class NvjpegPipeline final : public PipelineBase {
     DecoderInfo d;
     d.backend = std::string(gpu::to_string(decoder_.backend()));
     d.backend_note = decoder_.fallback_reason();
+    d.memory = std::string(gpu::to_string(decoder_.memory()));
     const std::string version = library_->version();
     d.library = library_->path() + (version.empty() ? "" : " (" + version + ")");
     return d;
