@@ -7,14 +7,15 @@
 #   gpu         nvJPEG alone                                                            ~45 s
 #   gpu-block   nvJPEG alone, GPUBASE_CUDA_WAIT=block (a CUDA wait that spins shows
 #               as system and user time under auto, as sleep under block)             ~45 s
-#   gpu-pooled  nvJPEG alone, GPUBASE_NVJPEG_MEMORY=pooled (its buffers kept for reuse,
-#               never freed: a cudaFree inside nvJPEG's call waits for the whole device) ~45 s
+#   gpu-driver  nvJPEG alone, GPUBASE_NVJPEG_MEMORY=driver (its buffers freed to the driver,
+#               as before the pooled default: a cudaFree inside nvJPEG's call waits for
+#               the whole device)                                                      ~45 s
 #   both        the CPU/GPU split, its share balanced from both paths' rates          ~50 s
 # ~25 s of each run is the model's build. Then `gpubase loader --decode gpu --workers 1` (one CPU
 # point, 5 s) for the same path
 # with the GPU otherwise idle (~15 s). The set: SET=DIR, else 2,048 synthetic ImageNet-like JPEGs
 # made in a scratch folder (~3 s; the baseline's own set, 100 classes). RUNS="cpu gpu" runs only
-# those (default: all five). Prints one row per run:
+# those (default: cpu gpu gpu-block both). Prints one row per run:
 # images/s and x the cpu run, the step and its GPU work, the data wait, the launching thread's
 # CPU (its own clock), nvJPEG's host stage and GPU span per batch under training, and the main
 # thread's state from the sampler. JSON and logs under OUTDIR (no dataset: it stays small enough
@@ -37,7 +38,7 @@ fi
 failed=0
 # run NAME WAIT DECODE [MEMORY]: one training run under the thread sampler.
 run() {
-  local name=$1 wait=$2 decode=$3 memory=${4:-driver} rc=0
+  local name=$1 wait=$2 decode=$3 memory=${4:-pooled} rc=0
   echo "== $name ($(date +%T))"
   GPUBASE_CUDA_WAIT=$wait GPUBASE_NVJPEG_MEMORY=$memory timeout -k 10 180 python3 "$ROOT/bench/thread_sampler.py" \
     --mark "warming up" --json "$OUTDIR/$name-threads.json" -- \
@@ -51,12 +52,12 @@ for name in ${RUNS:-cpu gpu gpu-block both}; do
     cpu) run cpu auto cpu ;;
     gpu) run gpu auto gpu ;;
     gpu-block) run gpu-block block gpu ;;
-    gpu-pooled) run gpu-pooled auto gpu pooled ;;
+    gpu-driver) run gpu-driver auto gpu driver ;;
     both) run both auto both ;;
-    *) echo "RUNS: unknown run $name (cpu, gpu, gpu-block, gpu-pooled, both)"; exit 2 ;;
+    *) echo "RUNS: unknown run $name (cpu, gpu, gpu-block, gpu-driver, both)"; exit 2 ;;
   esac
 done
-echo "== loader, nvJPEG alone with the GPU idle ($(date +%T))"
+echo "== loader, nvJPEG alone with the GPU idle, then beside a busy GPU ($(date +%T))"
 timeout -k 10 120 "$GPUBASE" loader --data "$SET" --decode gpu --workers 1 --gpu-workers 16 --seconds 5 \
   --json -o "$OUTDIR/loader-gpu.json" >"$OUTDIR/loader-gpu.log" 2>&1 || { echo "   loader failed"; failed=1; }
 
@@ -99,7 +100,7 @@ def num(v, fmt="{:,.1f}"):
     return "-" if v is None else fmt.format(v)
 base = figures(load("cpu.json")).get("images_per_s")
 print("\nrun        images/s   x cpu  step ms (GPU)   data wait  launch thread  nvJPEG host / GPU ms  main thread (sampler)")
-for name in ("cpu", "gpu", "gpu-block", "gpu-pooled", "both"):
+for name in ("cpu", "gpu", "gpu-block", "gpu-driver", "both"):
     f = figures(load(f"{name}.json"))
     ips = f.get("images_per_s")
     ratio = ips / base if ips and base else None
@@ -114,5 +115,9 @@ for r in (loader or {}).get("results", []):
         p = {q["name"]: q.get("value") for q in r.get("params", [])}
         print(f"\nloader, nvJPEG alone, GPU idle: {r.get('value') or 0:,.0f} images/s, host stage "
               f"{p.get('decode_host_ms_per_batch') or 0:.2f} ms, GPU span {p.get('decode_ms_per_batch') or 0:.2f} ms a batch")
+    if r.get("key") == "loader.gpu_decode.beside_step.data_wait.pct":
+        p = {q["name"]: q.get("value") for q in r.get("params", [])}
+        print(f"loader, nvJPEG beside a busy GPU ({p.get('step_ms') or 0:.1f}-ms one-block steps): GPU waited "
+              f"{r.get('value') or 0:.1f} %, host stage {p.get('decode_host_ms_per_batch') or 0:.2f} ms a batch: {p.get('decode')}")
 PY
 exit $failed

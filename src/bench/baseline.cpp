@@ -7,6 +7,7 @@
 #include <exception>
 #include <set>
 
+#include "bench/loader.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
@@ -205,10 +206,13 @@ TrainFeedChoice choose_training_feed(const FeedInputs& in,
   const double model = *model_images_per_s;
   const std::string vs_model = "x the model's " + grouped(model) + " images/s alone";
   auto ratio = [&](double r) { return fixed(r / model, 2) + vs_model; };
-  // An nvJPEG-fed step is the model's step plus the decode of its batch (see the header).
+  // Where the decode overlapped a busy GPU, the nvJPEG paths feed up to the model's rate; else an
+  // nvJPEG-fed step is the model's step plus the decode of its batch (see the header).
+  const bool overlaps =
+      in.gpu_wait_beside_step_pct && nvjpeg_overlaps_step(*in.gpu_wait_beside_step_pct);
   auto nvjpeg_expected = [&](double loader_rate, const std::optional<double>& host_us) {
     if (loader_rate <= 0) return 0.0;
-    const double host_s = host_us && *host_us > 0 ? *host_us * 1e-6 : 0.0;
+    const double host_s = host_us && *host_us > 0 && !overlaps ? *host_us * 1e-6 : 0.0;
     return std::min(loader_rate, 1.0 / (1.0 / model + host_s));
   };
   const double gpu_expected = nvjpeg_expected(gpu_rate, in.gpu_host_us_per_image);
@@ -217,7 +221,9 @@ TrainFeedChoice choose_training_feed(const FeedInputs& in,
   auto expected = [&](const char* what, double r, const std::optional<double>& host_us) {
     std::string s = std::string(what) + " would feed about " + grouped(r) + " images/s (" +
                     fixed(r / model, 2) + "x";
-    if (host_us && *host_us > 0)
+    if (overlaps)
+      s += ": its decode overlapped a busy GPU in the loader stage";
+    else if (host_us && *host_us > 0)
       s += ": the decode of each batch and the step take turns, " + fixed(*host_us, 1) +
            " us an image";
     return s + ")";
@@ -230,14 +236,17 @@ TrainFeedChoice choose_training_feed(const FeedInputs& in,
   if (nvjpeg_note.empty())
     nvjpeg_note = "no nvJPEG path" + (in.nvjpeg_missing.empty() ? "" : " (" + in.nvjpeg_missing + ")");
 
+  const std::string knee_note =
+      in.knee_workers && knee_rate > 0 ? "the CPU knee " + ratio(knee_rate) : "no CPU knee";
+  if (overlaps && gpu_expected >= kFeedHeadroom * model)
+    return gpu(expected("it", gpu_expected, in.gpu_host_us_per_image) +
+               ", it keeps up and leaves the CPU cores free; " + knee_note);
   if (in.knee_workers && knee_rate >= kFeedHeadroom * model)
     return knee(ratio(knee_rate) + ", it keeps up; " + nvjpeg_note);
   if (knee_expected <= 0 && gpu_expected <= 0 && split_expected <= 0) {
     f.why = "the pipeline's default workers (the loader stage found no knee)";
     return f;
   }
-  const std::string knee_note =
-      in.knee_workers && knee_rate > 0 ? "the CPU knee " + ratio(knee_rate) : "no CPU knee";
   if (knee_expected >= gpu_expected && knee_expected >= split_expected)
     return knee((knee_rate > 0 ? ratio(knee_rate) + ", below " + fixed(kFeedHeadroom, 1) +
                                      "x and still the most expected; "

@@ -84,22 +84,26 @@ std::string_view to_string(StageState s);
 
 // What feeds the training run. The loader stage measured the CPU path's knee (its workers and
 // rate) and, where nvJPEG runs, the nvJPEG path alone and the CPU/GPU split, each with the time
-// nvJPEG's call takes per image (its host stage); the training stage times the model alone
-// first. With the model's rate known, each candidate gets the rate it is expected to feed under
-// training:
+// nvJPEG's call takes per image (its host stage), and the nvJPEG path beside a busy GPU (stand-in
+// steps that leave the SMs free: does the decode overlap a step, or take turns with it); the
+// training stage times the model alone first. With the model's rate known, each candidate gets
+// the rate it is expected to feed under training:
 //   - the CPU path at the knee: the lower of its loader-stage rate and the model's (the workers
 //     decode beside the GPU; measured: 1.00x the model on an H100 and on an H200 whenever the
 //     knee was faster than the model);
-//   - the nvJPEG path and the split: the lower of the loader-stage rate and 1 / (1 / model +
-//     host stage per image). nvJPEG's batched decode returns only once the GPU has finished the
-//     work queued before it, the training step included, so under training the decode of a
-//     batch and the step take turns (measured: the step grew by about the host stage, 53.2 ms
-//     against 42.4 + 11.8 on an H100, 44.9 against 36.3 + 8.8 on an H200; with the decode on a
-//     thread of the pipeline's own, nvJPEG's call took the whole 52.7 ms step against 11.0 ms
-//     with the GPU idle), so these paths feed less than the model even when the engines decode
-//     three times faster.
-// The knee feeds when it keeps up (at least kFeedHeadroom times the model's rate); else the
-// candidate with the highest expected rate. bench/NOTES.md b8, b10 and b11 have the figures.
+//   - the nvJPEG path and the split, where the decode overlapped the busy GPU: the lower of the
+//     loader-stage rate and the model's (a decode thread of the pipeline's own runs nvJPEG up to
+//     two batches ahead of the step);
+//   - where it took turns with it (or was not measured): the lower of the loader-stage rate and
+//     1 / (1 / model + host stage per image). nvJPEG's batched call can return only once the GPU
+//     has finished the work queued before it, the training step included (measured with
+//     nvJPEG's buffers freed back to the driver: the call took the whole 52.7-ms step under
+//     training against 11.0 ms with the GPU idle, an H100), so the decode of a batch and the
+//     step take turns.
+// A path that keeps up (at least kFeedHeadroom times the model's rate) feeds, the nvJPEG path
+// first where its decode overlaps the step (it leaves the CPU cores free, the checklist's CPU
+// row), then the knee; else the candidate with the highest expected rate. bench/NOTES.md b8,
+// b10, b11 and b12 have the figures.
 inline constexpr double kFeedHeadroom = 1.0;
 
 struct FeedInputs {
@@ -111,6 +115,9 @@ struct FeedInputs {
   std::optional<double> split_images_per_s;  // loader.split.images_per_s (nvJPEG ran)
   std::optional<double> split_host_us_per_image;  // the same for the split
   std::optional<double> split_gpu_share;     // its share to nvJPEG, 0..1 (kept for training)
+  // loader.gpu_decode.beside_step.data_wait.pct: the GPU's wait beside stand-in steps; below
+  // kOverlapWaitPct (bench/loader.hpp) the decode overlaps a step. Empty: not measured.
+  std::optional<double> gpu_wait_beside_step_pct;
   std::string nvjpeg_missing;               // why there is no nvJPEG figure, when known
 };
 

@@ -297,6 +297,24 @@ void add_gpu_run_params(Result& r, const GpuDecodeMeasurement& m) {
   if (m.cpu_mean_pct) r.param("cpu_mean_pct", *m.cpu_mean_pct, "%", 1);
 }
 
+// The GPU path beside a busy GPU (GpuDecodeMeasurement::beside_step).
+Result beside_step_result(const GpuDecodeMeasurement& m) {
+  const DataWaitMeasurement& w = *m.beside_step;
+  Result r = Result::measured("loader.gpu_decode.beside_step.data_wait.pct",
+                              "GPU path beside a busy GPU: share of the time the GPU waited",
+                              "%", {w.wait_share_pct}, /*higher_is_better=*/false);
+  r.param("step_ms", w.step_ms, "ms", 1)
+      .param("step", "one block spinning per batch (the SMs left free), " +
+                         fixed(kBesideStepFactor, 0) + "x the path's own time per batch")
+      .param("decode_host_ms_per_batch", m.beside_decode_host_ms, "ms", 2)
+      .param("decode_host_ms_per_batch_alone", m.decode_host_ms, "ms", 2)
+      .param("fed_images_per_s", w.images_per_s, "images/s", 0)
+      .param("decode", nvjpeg_overlaps_step(w.wait_share_pct)
+                           ? "overlaps the step"
+                           : "takes turns with the step (nvJPEG's call waits for the device)");
+  return r;
+}
+
 Result gpu_bad_samples_result(const std::string& key, const std::string& label,
                               const GpuDecodeMeasurement& m) {
   Result bad = Result::measured(key, label, "samples",
@@ -398,6 +416,7 @@ std::vector<Result> gpu_decode_results(const std::optional<GpuDecodeMeasurement>
   out.push_back(gpu_bad_samples_result(
       "loader.gpu_decode.bad_samples", "GPU path: bad samples (substituted or left at the mean)",
       *m));
+  if (m->beside_step) out.push_back(beside_step_result(*m));
   return out;
 }
 
@@ -623,6 +642,14 @@ LoaderBenchOutcome run_loader_bench(const data::Dataset& dataset, const LoaderBe
           m->batch_images_per_s.empty() ? 0 : quantile(m->batch_images_per_s, 0.5);
       sink.progress("  " + grouped(median) + " images/s (" + m->backend + " backend), " +
                     fixed(m->cpu_cores_used.value_or(0), 1) + " CPU cores busy");
+      if (m->beside_step)
+        sink.progress("  beside a busy GPU (a " + fixed(m->beside_step->step_ms, 1) +
+                      "-ms step): the GPU waited " + fixed(m->beside_step->wait_share_pct, 1) +
+                      " %, nvJPEG's call " + fixed(m->beside_decode_host_ms, 1) + " ms a batch (" +
+                      fixed(m->decode_host_ms, 1) + " alone): the decode " +
+                      (nvjpeg_overlaps_step(m->beside_step->wait_share_pct)
+                           ? "overlaps the step"
+                           : "and the step take turns"));
       if (m->interrupted) outcome.interrupted = true;
     } else {
       sink.progress("  skipped: " + why_not);

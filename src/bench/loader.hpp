@@ -177,7 +177,22 @@ struct GpuDecodeMeasurement {
   double gpu_share = 1;
   std::size_t gpu_decoded = 0, cpu_decoded = 0;
   double cpu_decode_ms = 0, cpu_augment_ms = 0;  // per CPU-decoded image, mean
+  // The GPU path alone, then beside a busy GPU: feeding stand-in steps (one block spinning, the
+  // SMs left free) of kBesideStepFactor x its own time per batch, and nvJPEG's call per batch
+  // meanwhile. A GPU that hardly waits means the decode overlaps a step; one that waits about
+  // 1 / (1 + kBesideStepFactor) of the time means the call waits for the device and the decode
+  // and the step take turns (bench/NOTES.md b11, b12).
+  std::optional<DataWaitMeasurement> beside_step;
+  double beside_decode_host_ms = 0;
 };
+// The stand-in step beside the nvJPEG path, as a multiple of its own time per batch.
+inline constexpr double kBesideStepFactor = 3.0;
+// Below this share of waiting beside the stand-in step, the nvJPEG path's decode overlaps a step;
+// one that takes turns with it waits ~25 % (1 / (1 + kBesideStepFactor)).
+inline constexpr double kOverlapWaitPct = 10.0;
+inline bool nvjpeg_overlaps_step(double beside_step_wait_pct) {
+  return beside_step_wait_pct < kOverlapWaitPct;
+}
 // A CPU/GPU split run: the share nvJPEG decodes and the worker threads (each decodes its CPU
 // samples and reads + parses its GPU ones).
 struct DecodeSplit {

@@ -234,6 +234,8 @@ bench::FeedInputs feed_inputs(const BaselineCli& cli, bench::ResultSink& sink) {
     in.gpu_images_per_s = *gpu->value;
     in.gpu_host_us_per_image = gpu->number_param("decode_host_us_per_image");
   }
+  if (const Result* beside = find_result(sink, "loader.gpu_decode.beside_step.data_wait.pct"))
+    in.gpu_wait_beside_step_pct = *beside->value;
   if (const Result* split = find_result(sink, "loader.split.images_per_s")) {
     in.split_images_per_s = *split->value;
     in.split_host_us_per_image = split->number_param("decode_host_us_per_image");

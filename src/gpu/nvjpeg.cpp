@@ -238,8 +238,8 @@ std::string_view to_string(NvjpegMemory m) {
 
 NvjpegMemory nvjpeg_memory_from_env() {
   const char* v = std::getenv("GPUBASE_NVJPEG_MEMORY");
-  if (!v || !*v || std::string_view(v) == "driver") return NvjpegMemory::driver;
-  if (std::string_view(v) == "pooled") return NvjpegMemory::pooled;
+  if (!v || !*v || std::string_view(v) == "pooled") return NvjpegMemory::pooled;
+  if (std::string_view(v) == "driver") return NvjpegMemory::driver;
   throw Error(ErrorKind::usage, std::string("GPUBASE_NVJPEG_MEMORY=") + v +
                                     ": not driver or pooled");
 }

@@ -114,8 +114,8 @@ struct JpegHeader {
 // cudaHostAlloc / cudaFreeHost). pooled: gpubase's block caches (gpu/block_cache.hpp), which
 // keep a freed buffer for reuse instead of freeing it (cudaFree and cudaFreeHost synchronise the
 // whole device), with 16 MiB of padding on each buffer nvJPEG grows. GPUBASE_NVJPEG_MEMORY=
-// driver|pooled picks it (unset: driver), for measuring whether nvJPEG's call waits for the
-// device because of its frees (bench/NOTES.md b11).
+// driver|pooled picks it (unset: pooled; driver to compare, bench/feed_check.sh's gpu-driver run;
+// bench/NOTES.md b11, b12).
 enum class NvjpegMemory { driver, pooled };
 std::string_view to_string(NvjpegMemory m);  // "driver", "pooled"
 // GPUBASE_NVJPEG_MEMORY; gb::Error (usage) naming the valid values for anything else.

@@ -2,13 +2,15 @@
 // (bench/baseline.hpp choose_training_feed): the CPU path at the loader sweep's knee when it
 // keeps up with the model alone (1.0x), else whichever of the knee, the nvJPEG path and the
 // CPU/GPU split is expected to feed the most under training, an nvJPEG-fed step being the
-// model's step plus the batch's host stage. The figures as an H100 and an H200 measured them
-// (bench/NOTES.md b8, b10).
+// model's step plus the batch's host stage unless the nvJPEG path's decode overlapped a busy GPU
+// in the loader stage; an overlapping nvJPEG path that keeps up feeds before the knee (it leaves
+// the CPU cores free). The figures as an H100 and an H200 measured them (bench/NOTES.md b8, b10).
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "bench/baseline.hpp"
+#include "bench/loader.hpp"
 
 namespace {
 
@@ -175,3 +177,54 @@ TEST(BaselineFeed, NoKneeFallsBackToTheSplitOrTheDefault) {
 }
 
 }  // namespace
+
+namespace {
+
+// The H100's quick baseline with the loader stage's nvJPEG path beside a busy GPU: the GPU waited
+// `wait_pct` of the time beside one-block steps three times the path's own batch time.
+FeedInputs h100_quick_beside(double wait_pct) {
+  FeedInputs in = h100_quick();
+  in.gpu_wait_beside_step_pct = wait_pct;
+  return in;
+}
+
+}  // namespace
+
+TEST(BaselineFeed, AnNvjpegPathWhoseDecodeOverlapsABusyGpuFeedsBeforeTheKnee) {
+  const auto f = choose_training_feed(h100_quick_beside(1.5), 6044.0);
+  EXPECT_EQ(f.decode, DecodeMode::gpu);
+  EXPECT_EQ(f.workers, 0u);
+  EXPECT_TRUE(says(f.why, "the nvJPEG path (22,463 images/s in the loader stage)")) << f.why;
+  // Capped at the model's rate, not held back by the host stage.
+  EXPECT_TRUE(says(f.why, "it would feed about 6,044 images/s (1.00x")) << f.why;
+  EXPECT_TRUE(says(f.why, "its decode overlapped a busy GPU in the loader stage")) << f.why;
+  EXPECT_TRUE(says(f.why, "it keeps up and leaves the CPU cores free; the CPU knee 1.42x")) << f.why;
+}
+
+TEST(BaselineFeed, AnNvjpegPathThatTookTurnsWithTheBusyGpuKeepsTheHostStageRule) {
+  // 24 % waiting beside steps three times its batch: the decode and the step took turns.
+  const auto f = choose_training_feed(h100_quick_beside(24.0), 6044.0);
+  EXPECT_EQ(f.decode, DecodeMode::cpu);
+  EXPECT_EQ(f.workers, 16u);
+  EXPECT_TRUE(says(f.why, "the nvJPEG path would feed about 4,736 images/s (0.78x")) << f.why;
+  EXPECT_TRUE(says(f.why, "45.7 us an image")) << f.why;
+}
+
+TEST(BaselineFeed, AnOverlappingNvjpegPathSlowerThanTheModelLeavesAFastKneeToFeed) {
+  FeedInputs in = h100_quick_beside(2.0);
+  in.gpu_images_per_s = 5000;  // a card with slow engines: below the model even when it overlaps
+  const auto f = choose_training_feed(in, 6044.0);
+  EXPECT_EQ(f.decode, DecodeMode::cpu);
+  EXPECT_EQ(f.workers, 16u);
+  EXPECT_TRUE(says(f.why, "it keeps up")) << f.why;
+  EXPECT_TRUE(says(f.why, "the nvJPEG path would feed about 5,000 images/s (0.83x")) << f.why;
+}
+
+TEST(BaselineFeed, JustUnderTheOverlapLineCountsAsOverlappingAndAtItAsTakingTurns) {
+  EXPECT_EQ(choose_training_feed(h100_quick_beside(gb::bench::kOverlapWaitPct - 0.01), 6044.0)
+                .decode,
+            DecodeMode::gpu);
+  EXPECT_EQ(
+      choose_training_feed(h100_quick_beside(gb::bench::kOverlapWaitPct), 6044.0).decode,
+      DecodeMode::cpu);
+}

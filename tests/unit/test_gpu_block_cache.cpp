@@ -101,14 +101,16 @@ TEST(BlockCache, AFailedRawAllocationIsNullAndCountsNothing) {
   EXPECT_EQ(cache.stats().bytes, 1u);
 }
 
-// GPUBASE_NVJPEG_MEMORY picks nvJPEG's memory: unset, empty or driver is nvJPEG's own, pooled
-// the block caches; anything else is a usage error naming the valid values.
+// GPUBASE_NVJPEG_MEMORY picks nvJPEG's memory: unset, empty or pooled is the block caches, driver
+// nvJPEG's own; anything else is a usage error naming the valid values.
 TEST(NvjpegMemory, TheEnvironmentPicksDriverOrPooledAndRefusesAnythingElse) {
   const char* saved = std::getenv("GPUBASE_NVJPEG_MEMORY");
   const std::string keep = saved ? saved : "";
   unsetenv("GPUBASE_NVJPEG_MEMORY");
-  EXPECT_EQ(nvjpeg_memory_from_env(), NvjpegMemory::driver);
+  EXPECT_EQ(nvjpeg_memory_from_env(), NvjpegMemory::pooled);
   setenv("GPUBASE_NVJPEG_MEMORY", "", 1);
+  EXPECT_EQ(nvjpeg_memory_from_env(), NvjpegMemory::pooled);
+  setenv("GPUBASE_NVJPEG_MEMORY", "driver", 1);
   EXPECT_EQ(nvjpeg_memory_from_env(), NvjpegMemory::driver);
   setenv("GPUBASE_NVJPEG_MEMORY", "pooled", 1);
   EXPECT_EQ(nvjpeg_memory_from_env(), NvjpegMemory::pooled);

@@ -12,6 +12,7 @@
 #include <deque>
 #include <vector>
 
+#include "bench/gpu/busy_steps.hpp"
 #include "bench/loader.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -48,6 +49,49 @@ struct StepQueue {
 
 }  // namespace
 
+DataWaitMeasurement feed_busy_steps(pipeline::InputPipeline& in, cudaStream_t compute,
+                                    double step_ms, double seconds, int warmup) {
+  const double cycles_per_us = gpu::calibrate_busy_cycles_per_us(compute);
+  DataWaitMeasurement m;
+  m.step_ms = step_ms;
+  StepQueue steps;
+
+  // Warm-up: a few steps, so the ring is full and the clocks are up, then the timed run.
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  for (int k = 0;; ++k) {
+    if (k == warmup) {
+      steps.finish_all();
+      steps.ms.clear();
+      steps.busy_ms = 0;
+      in.reset_stats();
+      t0 = std::chrono::steady_clock::now();
+    }
+    if (k > warmup &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= seconds)
+      break;
+    const auto b = in.next(compute);  // the stand-in step does not read it
+    if (!b) break;
+    StepQueue::Step s{gpu::Event::create(), gpu::Event::create()};
+    s.begin.record(compute);
+    gpu::busy_for(compute, step_ms * 1e3, cycles_per_us);
+    s.end.record(compute);
+    steps.in_flight.push_back(std::move(s));
+    if (k >= warmup) m.images += b->size;
+    if (steps.in_flight.size() >= 2) steps.finish_oldest();
+  }
+  steps.finish_all();
+  m.wall_ms = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
+  in.drain();
+  m.consumer_wait_ms = in.stats().loader.consumer_wait.total_s * 1e3;
+  m.step_ms_measured = std::move(steps.ms);
+  m.interrupted = cancel_requested();
+  if (m.wall_ms > 0 && !m.step_ms_measured.empty()) {
+    m.wait_share_pct = std::max(0.0, 100.0 * (1.0 - steps.busy_ms / m.wall_ms));
+    m.images_per_s = 1e3 * static_cast<double>(m.images) / m.wall_ms;
+  }
+  return m;
+}
+
 std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& dataset,
                                                      const LoaderBenchOptions& o,
                                                      unsigned workers) {
@@ -56,49 +100,11 @@ std::optional<DataWaitMeasurement> measure_data_wait(const data::Dataset& datase
       dataset, pipeline_options(o, pipeline::DecodeMode::cpu, workers), why_not);
   if (!in) return std::nullopt;  // no GPU
   const gpu::Stream compute = gpu::Stream::create();
-  const double cycles_per_us = gpu::calibrate_busy_cycles_per_us(compute.get());
   const double step_ms = 1e3 * static_cast<double>(o.batch_size) / o.gpu_images_per_s;
-  DataWaitMeasurement m;
+  DataWaitMeasurement m = feed_busy_steps(*in, compute.get(), step_ms, o.seconds_per_point,
+                                          /*warmup=*/3);
   m.workers = workers;
-  m.step_ms = step_ms;
-  StepQueue steps;
-
-  // Warm-up: a few steps, so the ring is full and the clocks are up, then the timed run.
-  const int warmup = 3;
-  std::chrono::steady_clock::time_point t0;
-  for (int k = 0;; ++k) {
-    if (k == warmup) {
-      steps.finish_all();
-      steps.ms.clear();
-      steps.busy_ms = 0;
-      in->reset_stats();
-      t0 = std::chrono::steady_clock::now();
-    }
-    if (k > warmup &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >=
-            o.seconds_per_point)
-      break;
-    const auto b = in->next(compute.get());  // the stand-in step does not read it
-    if (!b) break;
-    StepQueue::Step s{gpu::Event::create(), gpu::Event::create()};
-    s.begin.record(compute.get());
-    gpu::busy_for(compute.get(), step_ms * 1e3, cycles_per_us);
-    s.end.record(compute.get());
-    steps.in_flight.push_back(std::move(s));
-    if (k >= warmup) m.images += b->size;
-    if (steps.in_flight.size() >= 2) steps.finish_oldest();
-  }
-  steps.finish_all();
-  const double wall_ms =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
-  in->drain();
-  m.consumer_wait_ms = in->stats().loader.consumer_wait.total_s * 1e3;
-  m.step_ms_measured = std::move(steps.ms);
-  m.interrupted = cancel_requested();
-  if (wall_ms <= 0 || m.step_ms_measured.empty()) return std::nullopt;
-  m.wall_ms = wall_ms;
-  m.wait_share_pct = std::max(0.0, 100.0 * (1.0 - steps.busy_ms / wall_ms));
-  m.images_per_s = 1e3 * static_cast<double>(m.images) / wall_ms;
+  if (m.wall_ms <= 0 || m.step_ms_measured.empty()) return std::nullopt;
   return m;
 }
 

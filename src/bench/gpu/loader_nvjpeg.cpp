@@ -4,16 +4,19 @@
 // input pipeline's (pipeline/gpu/nvjpeg_batch.hpp); this file measures it in five phases:
 // check (options and whether it can run here), initialise (the pipeline and its facts), warm-up
 // (three batches, the first checked against the CPU path), trials (batches for
-// --seconds, per-batch rates, CPU use) and summary (the pipeline's stage times per batch).
+// --seconds, per-batch rates, CPU use), summary (the pipeline's stage times per batch) and, for
+// the GPU path alone, beside a busy GPU (does the decode overlap a step, or take turns with it).
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
 #include <vector>
 
+#include "bench/gpu/busy_steps.hpp"
 #include "bench/loader.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "gpu/cuda_raii.hpp"
 #include "pipeline/input_pipeline.hpp"
 #include "sys/cpu_time.hpp"
@@ -92,7 +95,8 @@ std::unique_ptr<pipeline::InputPipeline> initialise(const data::Dataset& dataset
     sink.add_fact(
         {"loader.gpu_decode.backend", "nvJPEG backend",
          m.backend + (m.backend_note.empty() ? " (NVJPG engines)" : " (" + m.backend_note + ")") +
-             (d.memory == "pooled" ? ", its buffers pooled (GPUBASE_NVJPEG_MEMORY)" : "")});
+             (d.memory == "pooled" ? ", its buffers pooled"
+                                   : ", its buffers freed to the driver (GPUBASE_NVJPEG_MEMORY)")});
     sink.add_fact({"loader.gpu_decode.output", "GPU path output",
                    std::to_string(po.image_size) + "x" + std::to_string(po.image_size) +
                        "x3 normalized, bf16 NCHW, in device memory"});
@@ -192,6 +196,29 @@ void summarise(const pipeline::PipelineStats& s, const TrialClock& c, GpuDecodeM
   add_examples(s.loader.bad_examples, m);
 }
 
+// Beside a busy GPU: the pipeline feeds stand-in steps of kBesideStepFactor x its own time per
+// batch for kBesideSeconds. Where nvJPEG's call overlaps a step the GPU hardly waits; where the
+// call waits for the device, the decode and the step take turns (GpuDecodeMeasurement).
+constexpr double kBesideSeconds = 1.0;
+
+void beside_busy_step(pipeline::InputPipeline& in, cudaStream_t compute, GpuDecodeMeasurement& m) {
+  if (m.interrupted || m.batch_images_per_s.empty() || m.batches == 0) return;
+  const double per_batch = static_cast<double>(m.images) / static_cast<double>(m.batches);
+  const double rate = quantile(m.batch_images_per_s, 0.5);
+  if (!(rate > 0)) return;
+  DataWaitMeasurement w = feed_busy_steps(in, compute, kBesideStepFactor * 1e3 * per_batch / rate,
+                                          kBesideSeconds, /*warmup=*/2);
+  if (w.interrupted) {
+    m.interrupted = true;
+    return;
+  }
+  if (w.step_ms_measured.empty() || !(w.wall_ms > 0)) return;
+  const pipeline::PipelineStats s = in.stats();
+  if (s.gpu_batches > 0) m.beside_decode_host_ms = s.decode_host_ms / static_cast<double>(s.gpu_batches);
+  w.workers = m.workers;
+  m.beside_step = std::move(w);
+}
+
 }  // namespace
 
 std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& dataset,
@@ -215,6 +242,7 @@ std::optional<GpuDecodeMeasurement> measure_gpu_decode(const data::Dataset& data
                   " times (a larger image than any before)");
   }
   m.interrupted = m.interrupted || cancel_requested();
+  if (!split) beside_busy_step(*in, compute.get(), m);
   return m;
 }
 
