@@ -112,11 +112,11 @@ for name in ("cpu", "gpu", "gpu-block", "gpu-driver", "both"):
 loader = load("loader-gpu.json")
 for r in (loader or {}).get("results", []):
     if r.get("key") == "loader.gpu_decode.images_per_s":
-        p = {q["name"]: q.get("value") for q in r.get("params", [])}
+        p = {q["name"]: q.get("value", q.get("text")) for q in r.get("params", [])}
         print(f"\nloader, nvJPEG alone, GPU idle: {r.get('value') or 0:,.0f} images/s, host stage "
               f"{p.get('decode_host_ms_per_batch') or 0:.2f} ms, GPU span {p.get('decode_ms_per_batch') or 0:.2f} ms a batch")
     if r.get("key") == "loader.gpu_decode.beside_step.data_wait.pct":
-        p = {q["name"]: q.get("value") for q in r.get("params", [])}
+        p = {q["name"]: q.get("value", q.get("text")) for q in r.get("params", [])}
         print(f"loader, nvJPEG beside a busy GPU ({p.get('step_ms') or 0:.1f}-ms one-block steps): GPU waited "
               f"{r.get('value') or 0:.1f} %, host stage {p.get('decode_host_ms_per_batch') or 0:.2f} ms a batch: {p.get('decode')}")
 PY

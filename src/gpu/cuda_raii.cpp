@@ -1,6 +1,7 @@
 // gpu/cuda_raii.cpp: see cuda_raii.hpp.
 #include "gpu/cuda_raii.hpp"
 
+#include "core/cancel_wait.hpp"
 #include "core/error.hpp"
 #include "gpu/cublaslt_lazy.hpp"
 
@@ -24,6 +25,17 @@ Event Event::create(unsigned flags) {
   cudaEvent_t e{};
   GB_CHECK_CUDA(cudaEventCreateWithFlags(&e, flags));
   return Event(e);
+}
+
+bool Event::done() const {
+  const cudaError_t rc = cudaEventQuery(get());
+  if (rc == cudaErrorNotReady) return false;
+  GB_CHECK_CUDA(rc);
+  return true;
+}
+
+void Event::wait_cancellable() const {
+  gb::wait_cancellable([this] { return done(); });
 }
 
 float Event::elapsed_ms(const Event& start, const Event& stop) {

@@ -56,6 +56,11 @@ class Event : public UniqueHandle<cudaEvent_t, Event> {
   static void destroy(cudaEvent_t e) noexcept { GB_CHECK_CUDA_NOTHROW(cudaEventDestroy(e)); }
   void record(cudaStream_t s) const { GB_CHECK_CUDA(cudaEventRecord(get(), s)); }
   void synchronize() const { GB_CHECK_CUDA(cudaEventSynchronize(get())); }
+  // Whether the work before the record has finished (cudaEventQuery; throws on an error).
+  bool done() const;
+  // synchronize(), but Ctrl-C ends it (gb::Cancelled): a signal handler cannot wake the
+  // driver's wait, so this polls done() with core/cancel_wait's back-off.
+  void wait_cancellable() const;
   // Milliseconds between two recorded events.
   static float elapsed_ms(const Event& start, const Event& stop);
   using UniqueHandle::UniqueHandle;

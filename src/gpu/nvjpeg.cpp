@@ -244,6 +244,36 @@ NvjpegMemory nvjpeg_memory_from_env() {
                                     ": not driver or pooled");
 }
 
+unsigned nvjpeg_flags_from_env() {
+  const char* v = std::getenv("GPUBASE_NVJPEG_FLAGS");
+  unsigned flags = 0;
+  if (!v) return flags;
+  std::string_view rest(v);
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view name = rest.substr(0, comma);
+    if (name == "no_pipeline") {
+      flags |= api::NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE;
+    } else if (name == "memory_pools") {
+      flags |= api::NVJPEG_FLAGS_ENABLE_MEMORY_POOLS;
+    } else if (!name.empty()) {
+      throw Error(ErrorKind::usage, "GPUBASE_NVJPEG_FLAGS=" + std::string(v) + ": '" +
+                                        std::string(name) +
+                                        "' is not no_pipeline or memory_pools");
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return flags;
+}
+
+std::string nvjpeg_flags_name(unsigned flags) {
+  std::string s;
+  if (flags & api::NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE) s = "no_pipeline";
+  if (flags & api::NVJPEG_FLAGS_ENABLE_MEMORY_POOLS) s += (s.empty() ? "" : ",") + std::string("memory_pools");
+  return s.empty() ? "none" : s;
+}
+
 // --- NvjpegDecoder -----------------------------------------------------------------------------
 
 api::nvjpegDevAllocator_t* NvjpegDecoder::device_allocator() const {
@@ -262,7 +292,9 @@ void NvjpegDecoder::pad(api::nvjpegHandle_t h) const {
 }
 
 NvjpegDecoder::NvjpegDecoder(std::shared_ptr<NvjpegLibrary> library, NvjpegBackendChoice choice)
-    : library_(std::move(library)), memory_(nvjpeg_memory_from_env()) {
+    : library_(std::move(library)),
+      memory_(nvjpeg_memory_from_env()),
+      flags_(nvjpeg_flags_from_env()) {
   const auto& a = library_->api();
   struct Candidate {
     api::nvjpegBackend_t id;
@@ -289,8 +321,7 @@ NvjpegDecoder::NvjpegDecoder(std::shared_ptr<NvjpegLibrary> library, NvjpegBacke
   std::string refusals;
   for (const Candidate& c : order) {
     api::nvjpegHandle_t h = nullptr;
-    const int rc = a.create_ex(c.id, device_allocator(), pinned_allocator(),
-                               api::NVJPEG_FLAGS_DEFAULT, &h);
+    const int rc = a.create_ex(c.id, device_allocator(), pinned_allocator(), flags_, &h);
     if (rc == api::NVJPEG_STATUS_SUCCESS) {
       handle_ = h;
       backend_ = c.backend;
@@ -392,7 +423,7 @@ void NvjpegDecoder::ensure_single_handle() {
   const auto& a = library_->api();
   if (backend_ == NvjpegBackend::hardware) {
     GB_CHECK_NVJPEG(a.create_ex(api::NVJPEG_BACKEND_DEFAULT, device_allocator(),
-                                pinned_allocator(), api::NVJPEG_FLAGS_DEFAULT, &single_handle_));
+                                pinned_allocator(), flags_, &single_handle_));
     pad(single_handle_);
     GB_CHECK_NVJPEG(a.state_create(single_handle_, &single_state_));
   } else {

@@ -121,6 +121,15 @@ std::string_view to_string(NvjpegMemory m);  // "driver", "pooled"
 // GPUBASE_NVJPEG_MEMORY; gb::Error (usage) naming the valid values for anything else.
 NvjpegMemory nvjpeg_memory_from_env();
 
+// nvjpegCreateEx's flags, for measuring what makes nvJPEG's call wait for the device
+// (bench/nvjpeg_wait_check.sh): GPUBASE_NVJPEG_FLAGS, a comma-separated list of no_pipeline
+// (NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE: the hardware decoder's batches not pipelined) and
+// memory_pools (NVJPEG_FLAGS_ENABLE_MEMORY_POOLS: nvJPEG's own device memory stream-ordered);
+// unset or empty: none. gb::Error (usage) naming the valid names for anything else.
+unsigned nvjpeg_flags_from_env();
+// "none", "no_pipeline", "memory_pools", "no_pipeline,memory_pools".
+std::string nvjpeg_flags_name(unsigned flags);
+
 class NvjpegDecoder {
  public:
   // Throws gb::Error (runtime) naming the status when no requested backend can be created, or
@@ -132,6 +141,7 @@ class NvjpegDecoder {
 
   NvjpegBackend backend() const { return backend_; }
   NvjpegMemory memory() const { return memory_; }
+  unsigned flags() const { return flags_; }  // nvjpegCreateEx's (GPUBASE_NVJPEG_FLAGS)
   // Why the hardware engines are not used ("nvjpegCreateEx(HARDWARE):
   // NVJPEG_STATUS_ARCH_MISMATCH"), empty when they are.
   const std::string& fallback_reason() const { return fallback_reason_; }
@@ -196,6 +206,7 @@ class NvjpegDecoder {
   std::shared_ptr<NvjpegLibrary> library_;
   NvjpegBackend backend_ = NvjpegBackend::default_backend;
   NvjpegMemory memory_ = NvjpegMemory::driver;
+  unsigned flags_ = 0;
   std::string fallback_reason_;
   nvjpeg_api::nvjpegHandle_t handle_ = nullptr;
   // Serialises every call on handle_ (decode() and HeaderParser): with calls from several

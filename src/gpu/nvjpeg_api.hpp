@@ -62,6 +62,8 @@ enum nvjpegChromaSubsampling_t : int {
 enum nvjpegLibraryProperty : int { kMajorVersion = 0, kMinorVersion = 1, kPatchLevel = 2 };
 
 inline constexpr unsigned NVJPEG_FLAGS_DEFAULT = 0;
+inline constexpr unsigned NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE = 1;
+inline constexpr unsigned NVJPEG_FLAGS_ENABLE_MEMORY_POOLS = 2;
 inline constexpr int NVJPEG_MAX_COMPONENT = 4;
 
 struct nvjpegImage_t {

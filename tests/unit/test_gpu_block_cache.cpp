@@ -103,6 +103,36 @@ TEST(BlockCache, AFailedRawAllocationIsNullAndCountsNothing) {
 
 // GPUBASE_NVJPEG_MEMORY picks nvJPEG's memory: unset, empty or pooled is the block caches, driver
 // nvJPEG's own; anything else is a usage error naming the valid values.
+TEST(NvjpegFlags, TheEnvironmentNamesCreateExFlagsAndRefusesAnUnknownName) {
+  const char* saved = std::getenv("GPUBASE_NVJPEG_FLAGS");
+  const std::string keep = saved ? saved : "";
+  unsetenv("GPUBASE_NVJPEG_FLAGS");
+  EXPECT_EQ(nvjpeg_flags_from_env(), 0u);
+  EXPECT_EQ(nvjpeg_flags_name(0), "none");
+  setenv("GPUBASE_NVJPEG_FLAGS", "no_pipeline", 1);
+  EXPECT_EQ(nvjpeg_flags_from_env(), 1u);  // NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE
+  setenv("GPUBASE_NVJPEG_FLAGS", "memory_pools,no_pipeline", 1);
+  EXPECT_EQ(nvjpeg_flags_from_env(), 3u);  // | NVJPEG_FLAGS_ENABLE_MEMORY_POOLS
+  EXPECT_EQ(nvjpeg_flags_name(3), "no_pipeline,memory_pools");
+  setenv("GPUBASE_NVJPEG_FLAGS", "memory_pools,,", 1);
+  EXPECT_EQ(nvjpeg_flags_from_env(), 2u);
+  setenv("GPUBASE_NVJPEG_FLAGS", "memory_pools,fast", 1);
+  try {
+    (void)nvjpeg_flags_from_env();
+    ADD_FAILURE() << "fast was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(e.what()).find("'fast' is not no_pipeline or memory_pools"),
+              std::string::npos)
+        << e.what();
+  }
+  if (saved) {
+    setenv("GPUBASE_NVJPEG_FLAGS", keep.c_str(), 1);
+  } else {
+    unsetenv("GPUBASE_NVJPEG_FLAGS");
+  }
+}
+
 TEST(NvjpegMemory, TheEnvironmentPicksDriverOrPooledAndRefusesAnythingElse) {
   const char* saved = std::getenv("GPUBASE_NVJPEG_MEMORY");
   const std::string keep = saved ? saved : "";

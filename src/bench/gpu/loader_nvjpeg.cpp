@@ -78,6 +78,18 @@ pipeline::PipelineOptions checked_options(const LoaderBenchOptions& o,
   return po;
 }
 
+// The backend fact's words for DecoderInfo::memory ("pooled", "driver (flags memory_pools)").
+std::string memory_note(const std::string& memory) {
+  std::string note = memory.starts_with("pooled")
+                         ? ", its buffers pooled"
+                         : ", its buffers freed to the driver (GPUBASE_NVJPEG_MEMORY)";
+  const std::string flags = " (flags ";
+  if (const std::size_t f = memory.find(flags); f != std::string::npos && memory.ends_with(")"))
+    note += ", nvJPEG flags " + memory.substr(f + flags.size(), memory.size() - f - flags.size() - 1) +
+            " (GPUBASE_NVJPEG_FLAGS)";
+  return note;
+}
+
 // Initialise: the pipeline (nullptr with why_not when it cannot run here) and, for the GPU path
 // alone, the facts about its decoder and output.
 std::unique_ptr<pipeline::InputPipeline> initialise(const data::Dataset& dataset,
@@ -95,8 +107,7 @@ std::unique_ptr<pipeline::InputPipeline> initialise(const data::Dataset& dataset
     sink.add_fact(
         {"loader.gpu_decode.backend", "nvJPEG backend",
          m.backend + (m.backend_note.empty() ? " (NVJPG engines)" : " (" + m.backend_note + ")") +
-             (d.memory == "pooled" ? ", its buffers pooled"
-                                   : ", its buffers freed to the driver (GPUBASE_NVJPEG_MEMORY)")});
+             memory_note(d.memory)});
     sink.add_fact({"loader.gpu_decode.output", "GPU path output",
                    std::to_string(po.image_size) + "x" + std::to_string(po.image_size) +
                        "x3 normalized, bf16 NCHW, in device memory"});

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "core/cancel.hpp"
-#include "core/cancel_wait.hpp"
 #include "core/error.hpp"
 #include "gpu/check.hpp"
 #include "pipeline/gpu/device_feeder.hpp"
@@ -150,18 +149,6 @@ class CpuDecodePipeline final : public PipelineBase {
 
 namespace {
 
-bool event_done(const gpu::Event& e) {
-  const cudaError_t rc = cudaEventQuery(e.get());
-  if (rc == cudaErrorNotReady) return false;
-  GB_CHECK_CUDA(rc);
-  return true;
-}
-
-// cudaEventSynchronize, but Ctrl-C ends it (a signal handler cannot wake the driver's wait).
-void wait_event(const gpu::Event& e) {
-  wait_cancellable([&e] { return event_done(e); });
-}
-
 data::SlotAllocator pinned_slots() {
   return DeviceFeeder::pinned_slot_allocator();
 }
@@ -201,7 +188,7 @@ class NvjpegPipeline final : public PipelineBase {
       // The batches decoded ahead: nvJPEG reads their pinned slots until `decoded`.
       const gpu::Event idle = gpu::Event::create(cudaEventDisableTiming);
       idle.record(stage_.stream());
-      wait_event(idle);
+      idle.wait_cancellable();
     } catch (...) {  // a failed CUDA call: the loader's stop() below still joins its workers
     }
     loader_.stop();
@@ -210,7 +197,7 @@ class NvjpegPipeline final : public PipelineBase {
   void drain() override {
     while (!in_flight_.empty()) {
       Entry& e = *in_flight_.front();
-      wait_event(e.d.done);
+      e.d.done.wait_cancellable();
       give_back(e);
       account(e);
       in_flight_.pop_front();
@@ -232,6 +219,7 @@ class NvjpegPipeline final : public PipelineBase {
     d.backend = std::string(gpu::to_string(decoder_.backend()));
     d.backend_note = decoder_.fallback_reason();
     d.memory = std::string(gpu::to_string(decoder_.memory()));
+    if (decoder_.flags() != 0) d.memory += " (flags " + gpu::nvjpeg_flags_name(decoder_.flags()) + ")";
     const std::string version = library_->version();
     d.library = library_->path() + (version.empty() ? "" : " (" + version + ")");
     return d;
@@ -355,7 +343,7 @@ std::unique_ptr<NvjpegBatchStage::Decoded> NvjpegPipeline::next_decoded() {
 // (which waits for the kernel that reads it before writing it again).
 void NvjpegPipeline::give_back(Entry& e) {
   if (e.given_back) return;
-  wait_event(e.d.decoded);
+  e.d.decoded.wait_cancellable();
   loader_.release(e.d.batch);
   e.given_back = true;
   {
@@ -369,7 +357,7 @@ void NvjpegPipeline::give_back(Entry& e) {
 // Batches given back whose kernel is done leave the queue with their times.
 void NvjpegPipeline::account_finished() {
   while (!in_flight_.empty() && in_flight_.front()->given_back &&
-         event_done(in_flight_.front()->d.done)) {
+         in_flight_.front()->d.done.done()) {
     account(*in_flight_.front());
     in_flight_.pop_front();
   }
@@ -381,7 +369,7 @@ std::optional<DeviceBatch> NvjpegPipeline::take(cudaStream_t stream, void* image
   account_finished();
   // A bounded queue of batches whose kernels the consumer's stream has not reached yet.
   while (in_flight_.size() > max_lent_ + 2) {
-    wait_event(in_flight_.front()->d.done);
+    in_flight_.front()->d.done.wait_cancellable();
     account_finished();
   }
   std::unique_ptr<Decoded> d = next_decoded();

@@ -11,7 +11,6 @@
 #include <string>
 
 #include "core/cancel.hpp"
-#include "core/cancel_wait.hpp"
 #include "core/error.hpp"
 #include "data/augment.hpp"
 #include "data/decode.hpp"
@@ -29,16 +28,6 @@ constexpr std::size_t kArenaAlign = 256;
 
 std::size_t image_bytes(const SlotRecord& r) {
   return static_cast<std::size_t>(r.width) * static_cast<std::size_t>(r.height) * 3;
-}
-
-// cudaEventSynchronize, but Ctrl-C ends it (a signal handler cannot wake the driver's wait).
-void wait_event(const gpu::Event& e) {
-  wait_cancellable([&e] {
-    const cudaError_t rc = cudaEventQuery(e.get());
-    if (rc == cudaErrorNotReady) return false;
-    GB_CHECK_CUDA(rc);
-    return true;
-  });
 }
 
 }  // namespace
@@ -207,7 +196,7 @@ NvjpegBatchStage::Decoded NvjpegBatchStage::decode(const data::Batch& b, int a) 
   // without waiting for the work queued before it on the stream, and nvJPEG's own wait for a
   // state's previous batch (gpu/nvjpeg.hpp, kBatchedStates) is one no signal interrupts, so it
   // must find that batch done.
-  if (used_[a]) wait_event(consumed_[a]);
+  if (used_[a]) consumed_[a].wait_cancellable();
   used_[a] = true;
   lay_out(b, a);
   enqueue_decode(b, a, d);
@@ -244,7 +233,7 @@ std::vector<float> NvjpegBatchStage::as_f32(int arena, std::size_t count) {
                                 cudaMemcpyDeviceToHost, stream_.get()));
   const gpu::Event copied = gpu::Event::create(cudaEventDisableTiming);
   copied.record(stream_.get());
-  wait_event(copied);
+  copied.wait_cancellable();
   return host;
 }
 
