@@ -8,8 +8,9 @@
 #   gpu-block   nvJPEG alone, GPUBASE_CUDA_WAIT=block (a CUDA wait that spins shows
 #               as system and user time under auto, as sleep under block)             ~45 s
 #   gpu-driver  nvJPEG alone, GPUBASE_NVJPEG_MEMORY=driver (its buffers freed to the driver,
-#               as before the pooled default: a cudaFree inside nvJPEG's call waits for
-#               the whole device)                                                      ~45 s
+#               as before the pooled default)                                          ~45 s
+#   gpu-pipelined  nvJPEG alone, GPUBASE_NVJPEG_FLAGS=none (the hardware decoder pipelines
+#               its batches, nvJPEG's default: its call then waits for the device)       ~45 s
 #   both        the CPU/GPU split, its share balanced from both paths' rates          ~50 s
 # ~25 s of each run is the model's build. Then `gpubase loader --decode gpu --workers 1` (one CPU
 # point, 5 s) for the same path
@@ -38,9 +39,9 @@ fi
 failed=0
 # run NAME WAIT DECODE [MEMORY]: one training run under the thread sampler.
 run() {
-  local name=$1 wait=$2 decode=$3 memory=${4:-pooled} rc=0
+  local name=$1 wait=$2 decode=$3 memory=${4:-pooled} flags=${5:-} rc=0
   echo "== $name ($(date +%T))"
-  GPUBASE_CUDA_WAIT=$wait GPUBASE_NVJPEG_MEMORY=$memory timeout -k 10 180 python3 "$ROOT/bench/thread_sampler.py" \
+  GPUBASE_CUDA_WAIT=$wait GPUBASE_NVJPEG_MEMORY=$memory GPUBASE_NVJPEG_FLAGS=$flags timeout -k 10 180 python3 "$ROOT/bench/thread_sampler.py" \
     --mark "warming up" --json "$OUTDIR/$name-threads.json" -- \
     "$GPUBASE" train --data "$SET" --model resnet50 --precision bf16 --workers 16 \
     --steps "$STEPS" --decode "$decode" --json -o "$OUTDIR/$name.json" \
@@ -53,8 +54,9 @@ for name in ${RUNS:-cpu gpu gpu-block both}; do
     gpu) run gpu auto gpu ;;
     gpu-block) run gpu-block block gpu ;;
     gpu-driver) run gpu-driver auto gpu driver ;;
+    gpu-pipelined) run gpu-pipelined auto gpu pooled none ;;
     both) run both auto both ;;
-    *) echo "RUNS: unknown run $name (cpu, gpu, gpu-block, gpu-driver, both)"; exit 2 ;;
+    *) echo "RUNS: unknown run $name (cpu, gpu, gpu-block, gpu-driver, gpu-pipelined, both)"; exit 2 ;;
   esac
 done
 echo "== loader, nvJPEG alone with the GPU idle, then beside a busy GPU ($(date +%T))"
@@ -100,7 +102,7 @@ def num(v, fmt="{:,.1f}"):
     return "-" if v is None else fmt.format(v)
 base = figures(load("cpu.json")).get("images_per_s")
 print("\nrun        images/s   x cpu  step ms (GPU)   data wait  launch thread  nvJPEG host / GPU ms  main thread (sampler)")
-for name in ("cpu", "gpu", "gpu-block", "gpu-driver", "both"):
+for name in ("cpu", "gpu", "gpu-block", "gpu-driver", "gpu-pipelined", "both"):
     f = figures(load(f"{name}.json"))
     ips = f.get("images_per_s")
     ratio = ips / base if ips and base else None

@@ -6,12 +6,13 @@
 # its own batch time, the SMs left free). A decode that overlaps the stand-in step leaves the
 # GPU waiting under 10 %; one whose call waits for the device takes turns with it (~25 %).
 # Variants (nvJPEG's memory, nvjpegCreateEx's flags, backend):
-#   pooled              the default: gpubase's block caches, no flags, hardware backend
-#   driver              nvJPEG's own cudaMalloc / cudaFree
-#   memory_pools        driver memory, NVJPEG_FLAGS_ENABLE_MEMORY_POOLS (stream-ordered)
-#   no_pipeline         pooled, NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE
+#   default             gpubase's block caches, NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE, hardware
+#   pipelined           the block caches, no flags (the hardware decoder pipelines its batches)
+#   driver              nvJPEG's own cudaMalloc / cudaFree, no flags: nvJPEG's defaults
+#   memory_pools        driver memory, NVJPEG_FLAGS_ENABLE_MEMORY_POOLS (stream-ordered) only
 #   both_flags          driver memory, both flags
-#   gpu_hybrid          pooled, the GPU_HYBRID backend (CUDA Huffman decode, no engines)
+#   gpu_hybrid          the default's memory and flags, the GPU_HYBRID backend (CUDA Huffman
+#                       decode, no engines)
 # Then, for every variant whose decode overlapped, 200 steps of `gpubase train --data --decode
 # gpu` (ResNet-50 BF16 b256, ~40 s each): does the nvJPEG path then feed the model's rate? The
 # set: SET=DIR, else 2,048 synthetic JPEGs in a scratch folder (~3 s). VARIANTS="a b" runs only
@@ -34,10 +35,10 @@ fi
 # settings NAME: "MEMORY FLAGS BACKEND" of a variant.
 settings() {
   case $1 in
-    pooled) echo "pooled - auto" ;;
-    driver) echo "driver - auto" ;;
+    default) echo "pooled - auto" ;;
+    pipelined) echo "pooled none auto" ;;
+    driver) echo "driver none auto" ;;
     memory_pools) echo "driver memory_pools auto" ;;
-    no_pipeline) echo "pooled no_pipeline auto" ;;
     both_flags) echo "driver no_pipeline,memory_pools auto" ;;
     gpu_hybrid) echo "pooled - gpu_hybrid" ;;
     *) return 1 ;;
@@ -45,7 +46,7 @@ settings() {
 }
 failed=0
 overlapped=()
-for name in ${VARIANTS:-pooled driver memory_pools no_pipeline both_flags gpu_hybrid}; do
+for name in ${VARIANTS:-default pipelined driver memory_pools both_flags gpu_hybrid}; do
   read -r memory flags backend <<<"$(settings "$name")" || { echo "VARIANTS: unknown $name"; exit 2; }
   [[ $flags == - ]] && flags=
   echo "== $name ($(date +%T))"

@@ -238,11 +238,32 @@ TrainFeedChoice choose_training_feed(const FeedInputs& in,
 
   const std::string knee_note =
       in.knee_workers && knee_rate > 0 ? "the CPU knee " + ratio(knee_rate) : "no CPU knee";
-  if (overlaps && gpu_expected >= kFeedHeadroom * model)
-    return gpu(expected("it", gpu_expected, in.gpu_host_us_per_image) +
-               ", it keeps up and leaves the CPU cores free; " + knee_note);
-  if (in.knee_workers && knee_rate >= kFeedHeadroom * model)
-    return knee(ratio(knee_rate) + ", it keeps up; " + nvjpeg_note);
+  const bool knee_keeps_up = in.knee_workers && knee_rate >= kFeedHeadroom * model;
+  // The share of all cores the knee's workers would keep busy at the model's rate (each worker
+  // decodes knee rate / workers images a second on a core of its own).
+  std::optional<double> knee_cpu_pct;
+  if (knee_keeps_up && in.usable_cores && *in.usable_cores > 0)
+    knee_cpu_pct = 100.0 * model / (knee_rate / *in.knee_workers) / *in.usable_cores;
+  const std::string cpu_note =
+      knee_cpu_pct ? ", its workers would keep " + fixed(*knee_cpu_pct, 0) + " % of the " +
+                         std::to_string(*in.usable_cores) + " cores busy at the model's rate"
+                   : std::string();
+  if (knee_keeps_up && (!knee_cpu_pct || *knee_cpu_pct <= kKneeCpuBudgetPct))
+    return knee(ratio(knee_rate) + ", it keeps up" + cpu_note + "; " + nvjpeg_note);
+  if (overlaps) {
+    // The knee would drown the CPU (or does not keep up): an nvJPEG path that keeps up.
+    const std::string why_not_knee =
+        knee_keeps_up ? knee_note + cpu_note + ", over " + fixed(kKneeCpuBudgetPct, 0) + " %"
+                      : knee_note;
+    if (split_expected >= kFeedHeadroom * model)
+      return split(expected("it", split_expected, in.split_host_us_per_image) +
+                   ", it keeps up with the CPU and the JPEG engines sharing the work; " +
+                   why_not_knee);
+    if (gpu_expected >= kFeedHeadroom * model)
+      return gpu(expected("it", gpu_expected, in.gpu_host_us_per_image) +
+                 ", it keeps up and leaves the CPU cores free; " + why_not_knee);
+  }
+  if (knee_keeps_up) return knee(ratio(knee_rate) + ", it keeps up" + cpu_note + "; " + nvjpeg_note);
   if (knee_expected <= 0 && gpu_expected <= 0 && split_expected <= 0) {
     f.why = "the pipeline's default workers (the loader stage found no knee)";
     return f;

@@ -100,11 +100,19 @@ std::string_view to_string(StageState s);
 //     nvJPEG's buffers freed back to the driver: the call took the whole 52.7-ms step under
 //     training against 11.0 ms with the GPU idle, an H100), so the decode of a batch and the
 //     step take turns.
-// A path that keeps up (at least kFeedHeadroom times the model's rate) feeds, the nvJPEG path
-// first where its decode overlaps the step (it leaves the CPU cores free, the checklist's CPU
-// row), then the knee; else the candidate with the highest expected rate. bench/NOTES.md b8,
-// b10, b11 and b12 have the figures.
+// The knee feeds when it keeps up (at least kFeedHeadroom times the model's rate) and its
+// workers, at the model's rate, would keep at most kKneeCpuBudgetPct of the cores busy (the
+// checklist's CPU row judges the busiest core against 80 %). Where it would keep more busy, or
+// does not keep up, and the nvJPEG decode overlapped the busy GPU: the split if it keeps up (the
+// CPU and the JPEG engines share the work), else the nvJPEG path alone if it does. Else the knee
+// if it keeps up, else the candidate with the highest expected rate. bench/NOTES.md b8, b10, b11
+// and b12 have the figures.
 inline constexpr double kFeedHeadroom = 1.0;
+// The average share of the cores the knee's workers may keep busy at the model's rate. Measured
+// on an H100 (16 cores, knee at 16 workers, ResNet-50 BF16 at ~6,030 images/s): an estimate of
+// 66 % gave a busiest core of 69.9 % and 71.8 % (b12), one of 68 % a busiest core of 93.1 % (b11);
+// on an H200 (model ~7,050) the knee's estimate is ~88 % (b8: busiest core 99.4 %).
+inline constexpr double kKneeCpuBudgetPct = 70.0;
 
 struct FeedInputs {
   bool starve = false;                      // --starve: one CPU worker, whatever was measured
@@ -118,6 +126,7 @@ struct FeedInputs {
   // loader.gpu_decode.beside_step.data_wait.pct: the GPU's wait beside stand-in steps; below
   // kOverlapWaitPct (bench/loader.hpp) the decode overlaps a step. Empty: not measured.
   std::optional<double> gpu_wait_beside_step_pct;
+  std::optional<unsigned> usable_cores;  // host.usable_cores (the knee's CPU share)
   std::string nvjpeg_missing;               // why there is no nvJPEG figure, when known
 };
 

@@ -236,6 +236,9 @@ bench::FeedInputs feed_inputs(const BaselineCli& cli, bench::ResultSink& sink) {
   }
   if (const Result* beside = find_result(sink, "loader.gpu_decode.beside_step.data_wait.pct"))
     in.gpu_wait_beside_step_pct = *beside->value;
+  for (const Fact& f : sink.facts())
+    if (f.key == "host.usable_cores" && f.number && *f.number > 0)
+      in.usable_cores = static_cast<unsigned>(*f.number);
   if (const Result* split = find_result(sink, "loader.split.images_per_s")) {
     in.split_images_per_s = *split->value;
     in.split_host_us_per_image = split->number_param("decode_host_us_per_image");

@@ -246,8 +246,9 @@ NvjpegMemory nvjpeg_memory_from_env() {
 
 unsigned nvjpeg_flags_from_env() {
   const char* v = std::getenv("GPUBASE_NVJPEG_FLAGS");
+  if (!v || !*v) return kDefaultNvjpegFlags;
   unsigned flags = 0;
-  if (!v) return flags;
+  if (std::string_view(v) == "none") return flags;
   std::string_view rest(v);
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
@@ -259,7 +260,7 @@ unsigned nvjpeg_flags_from_env() {
     } else if (!name.empty()) {
       throw Error(ErrorKind::usage, "GPUBASE_NVJPEG_FLAGS=" + std::string(v) + ": '" +
                                         std::string(name) +
-                                        "' is not no_pipeline or memory_pools");
+                                        "' is not no_pipeline, memory_pools or none");
     }
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);

@@ -121,11 +121,17 @@ std::string_view to_string(NvjpegMemory m);  // "driver", "pooled"
 // GPUBASE_NVJPEG_MEMORY; gb::Error (usage) naming the valid values for anything else.
 NvjpegMemory nvjpeg_memory_from_env();
 
-// nvjpegCreateEx's flags, for measuring what makes nvJPEG's call wait for the device
-// (bench/nvjpeg_wait_check.sh): GPUBASE_NVJPEG_FLAGS, a comma-separated list of no_pipeline
-// (NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE: the hardware decoder's batches not pipelined) and
-// memory_pools (NVJPEG_FLAGS_ENABLE_MEMORY_POOLS: nvJPEG's own device memory stream-ordered);
-// unset or empty: none. gb::Error (usage) naming the valid names for anything else.
+// nvjpegCreateEx's flags. By default NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE: with the hardware
+// decoder's batches pipelined (nvJPEG's default), its batched call waits for every kernel queued
+// on the device, on any stream, so under training the decode and the step take turns; without
+// the pipelining the call overlaps a busy GPU (bench/NOTES.md b12, measured on an H100 with
+// bench/nvjpeg_wait_check.sh: the GPU waited 0.8 % beside stand-in steps against 24 %, and the
+// nvJPEG-fed training ran 5,911 images/s against 4,860, the model alone ~6,030; the path alone
+// 19,900 images/s against 23,400). GPUBASE_NVJPEG_FLAGS replaces the default, to measure:
+// a comma-separated list of no_pipeline and memory_pools (NVJPEG_FLAGS_ENABLE_MEMORY_POOLS:
+// nvJPEG's own device memory stream-ordered), or none. gb::Error (usage) naming the valid names
+// for anything else.
+inline constexpr unsigned kDefaultNvjpegFlags = nvjpeg_api::NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE;
 unsigned nvjpeg_flags_from_env();
 // "none", "no_pipeline", "memory_pools", "no_pipeline,memory_pools".
 std::string nvjpeg_flags_name(unsigned flags);

@@ -107,6 +107,11 @@ TEST(NvjpegFlags, TheEnvironmentNamesCreateExFlagsAndRefusesAnUnknownName) {
   const char* saved = std::getenv("GPUBASE_NVJPEG_FLAGS");
   const std::string keep = saved ? saved : "";
   unsetenv("GPUBASE_NVJPEG_FLAGS");
+  EXPECT_EQ(nvjpeg_flags_from_env(), 1u);  // the default: NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE
+  EXPECT_EQ(nvjpeg_flags_from_env(), kDefaultNvjpegFlags);
+  setenv("GPUBASE_NVJPEG_FLAGS", "", 1);
+  EXPECT_EQ(nvjpeg_flags_from_env(), kDefaultNvjpegFlags);
+  setenv("GPUBASE_NVJPEG_FLAGS", "none", 1);
   EXPECT_EQ(nvjpeg_flags_from_env(), 0u);
   EXPECT_EQ(nvjpeg_flags_name(0), "none");
   setenv("GPUBASE_NVJPEG_FLAGS", "no_pipeline", 1);
@@ -122,7 +127,7 @@ TEST(NvjpegFlags, TheEnvironmentNamesCreateExFlagsAndRefusesAnUnknownName) {
     ADD_FAILURE() << "fast was taken";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::usage);
-    EXPECT_NE(std::string(e.what()).find("'fast' is not no_pipeline or memory_pools"),
+    EXPECT_NE(std::string(e.what()).find("'fast' is not no_pipeline, memory_pools or none"),
               std::string::npos)
         << e.what();
   }
