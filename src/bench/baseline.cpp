@@ -92,6 +92,18 @@ std::span<const SectionRule> baseline_section_rules() {
   return kRules;
 }
 
+namespace {
+
+// A line of the stage table for time spent outside the stages.
+Result outside_stages_result(const std::string& id, const std::string& title, double seconds) {
+  Result r = Result::measured("baseline.stage." + id + ".s", title, "s", {seconds},
+                              /*higher_is_better=*/false);
+  r.param("state", std::string("outside the stages"));
+  return r;
+}
+
+}  // namespace
+
 std::vector<Result> stage_results(std::span<const StageRecord> records) {
   std::vector<Result> out;
   for (const StageRecord& s : records) {
@@ -136,9 +148,23 @@ BaselineOutcome run_baseline(std::span<const BaselineStage> stages, ResultSink& 
   for (const BaselineStage& s : stages)
     records->push_back(StageRecord{.id = s.id, .title = s.title, .expected_s = s.expected_s});
   sink.declare_sections(baseline_section_rules());
-  auto report_stages = [&sink, records] {
-    sink.at_end([records](ResultSink& end_sink, bool) {
-      for (Result& r : stage_results(*records)) end_sink.add(std::move(r));
+  // When the stages ended (or were interrupted): the summaries' time is counted from here.
+  auto stages_end = std::make_shared<Clock::time_point>(Clock::now());
+  const std::optional<double> setup_s = hooks.setup_s;
+  auto report_stages = [&sink, records, stages_end, setup_s] {
+    *stages_end = Clock::now();
+    sink.at_end([records, stages_end, setup_s](ResultSink& end_sink, bool) {
+      std::vector<Result> rows;
+      if (setup_s)
+        rows.push_back(outside_stages_result("setup", "before the stages: the training set made or "
+                                                      "checked",
+                                             *setup_s));
+      for (Result& r : stage_results(*records)) rows.push_back(std::move(r));
+      if (setup_s)
+        rows.push_back(outside_stages_result(
+            "summaries", "after the stages: their end summaries (AMP results, diagnosis)",
+            seconds_since(*stages_end)));
+      for (Result& r : rows) end_sink.add(std::move(r));
     });
   };
 

@@ -60,6 +60,11 @@ struct BaselineHooks {
   // Before stage `index` (0-based) of `count` starts, and after it ended (not after Ctrl-C).
   std::function<void(std::size_t index, std::size_t count, const BaselineStage&)> on_start;
   std::function<void(const StageRecord&)> on_end;
+  // The wall time the caller spent before the stages (the synthetic set made or checked). Given,
+  // the stage table also says where the rest of the run's time went: baseline.stage.setup.s
+  // (this) and baseline.stage.summaries.s (after the last stage, the stages' end summaries: the
+  // AMP study's results, the diagnosis), each with the state "outside the stages".
+  std::optional<double> setup_s;
 };
 
 struct BaselineOutcome {

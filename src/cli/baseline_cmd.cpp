@@ -676,6 +676,7 @@ int run_baseline_command(const BaselineCli& cli) {
 
   StageProgress progress(cli.out, /*with_bar=*/true);
   SuiteRun suite("baseline");
+  const auto setup_t0 = std::chrono::steady_clock::now();
   const fs::path dataset_path =
       !cli.data.empty()
           ? fs::path(cli.data)
@@ -695,6 +696,7 @@ int run_baseline_command(const BaselineCli& cli) {
   hooks.on_start = [&](std::size_t i, std::size_t n, const bench::BaselineStage& s) {
     progress.stage(i, n, s);
   };
+  hooks.setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_t0).count();
   hooks.on_end = [&](const bench::StageRecord& r) {
     std::string text = "  " + r.id + " " + std::string(bench::to_string(r.state)) + " in " +
                        std::to_string(static_cast<int>(r.seconds + 0.5)) + " s";

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -88,6 +89,32 @@ TEST(BaselineStages, RunInTheGivenOrderAndReportTheirTimes) {
   EXPECT_EQ(t->unit, "s");
   EXPECT_EQ(state_of(*t), "ran");
   EXPECT_EQ(t->number_param("expected_s"), 10.0);
+}
+
+TEST(BaselineStages, GivenTheSetupTimeTheTableAlsoSaysWhatTookTimeOutsideTheStages) {
+  std::vector<std::string> ran;
+  const std::vector<BaselineStage> stages = {measuring("card", ran), measuring("train", ran)};
+  ResultSink sink;
+  // A summary that takes a known time after the stages, as the AMP study's results do.
+  sink.at_end([](ResultSink&, bool) { std::this_thread::sleep_for(std::chrono::milliseconds(30)); });
+  gb::bench::BaselineHooks hooks;
+  hooks.setup_s = 2.5;
+  gb::bench::run_baseline(stages, sink, hooks);
+  sink.end(false);
+  std::vector<std::string> keys;
+  for (const gb::Result& r : sink.results()) keys.push_back(r.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"card.figure", "train.figure",
+                                            "baseline.stage.setup.s", "baseline.stage.card.s",
+                                            "baseline.stage.train.s",
+                                            "baseline.stage.summaries.s"}));
+  const gb::Result* setup = find(sink.results(), "baseline.stage.setup.s");
+  ASSERT_TRUE(setup && setup->value);
+  EXPECT_EQ(*setup->value, 2.5);
+  EXPECT_EQ(state_of(*setup), "outside the stages");
+  const gb::Result* summaries = find(sink.results(), "baseline.stage.summaries.s");
+  ASSERT_TRUE(summaries && summaries->value);
+  EXPECT_GE(*summaries->value, 0.03);
+  EXPECT_LT(*summaries->value, 5.0);
 }
 
 TEST(BaselineStages, AFailedStageIsReportedAndTheRestStillRun) {
