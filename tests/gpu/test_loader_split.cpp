@@ -2,7 +2,8 @@
 // (`gpubase loader --decode both`): the run's own checks pass before timing (CPU-decoded samples
 // reach the tensor unchanged, nvJPEG's within PSNR 30 dB of the CPU path), the measured share
 // of nvJPEG samples follows the asked one, and the balanced default asks for R_gpu / (R_gpu +
-// R_cpu) of the two rates the same run measured.
+// R_cpu) of the two rates the same run measured; the nvJPEG path beside a busy GPU overlaps
+// the stand-in step.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -115,6 +116,39 @@ TEST_F(LoaderSplitGpu, BalancedDefaultAsksForTheGpuRateOverBothRates) {
   const Result* share = find_result(sink.results(), "loader.split.gpu_share.pct");
   ASSERT_TRUE(share && share->value);
   EXPECT_NEAR(*share->value, 100 * expected, 20);
+}
+
+// The nvJPEG path beside a busy GPU (stand-in steps of one block spinning, 3x its own batch
+// time): reported with its step and nvJPEG's call per batch; with the default nvJPEG settings
+// (the hardware decoder unpipelined) the decode overlaps the step. A GPU waiting ~25 % here
+// means nvJPEG's call waits for the device again (bench/NOTES.md b11, b12).
+TEST_F(LoaderSplitGpu, TheNvjpegPathBesideABusyGpuOverlapsTheStepByDefault) {
+  ResultSink sink;
+  LoaderBenchOptions o = options(0);
+  o.decode = pipeline::DecodeMode::gpu;
+  o.batch_size = 32;
+  o.image_size = 128;
+  ASSERT_NO_THROW(run_loader_bench(*dataset, o, sink));
+  const Result* alone = find_result(sink.results(), "loader.gpu_decode.images_per_s");
+  ASSERT_TRUE(alone && !alone->samples.empty()) << (alone ? alone->reason : "no GPU decode");
+  const Result* beside = find_result(sink.results(), "loader.gpu_decode.beside_step.data_wait.pct");
+  ASSERT_NE(beside, nullptr);
+  ASSERT_TRUE(beside->value);
+  EXPECT_GE(*beside->value, 0.0);
+  EXPECT_LE(*beside->value, 100.0);
+  // The stand-in step: 3x the path's own time per batch (its mean batch, at most 32 images of
+  // a 48-image set), from its median batch rate.
+  const double batch_ms = 1e3 * 32 / quantile(alone->samples, 0.5);
+  ASSERT_TRUE(beside->number_param("step_ms"));
+  EXPECT_LE(*beside->number_param("step_ms"), kBesideStepFactor * batch_ms * 1.0001);
+  EXPECT_GE(*beside->number_param("step_ms"), 0.5 * kBesideStepFactor * batch_ms);
+  EXPECT_GT(beside->number_param("decode_host_ms_per_batch").value_or(0), 0.0);
+  EXPECT_GT(beside->number_param("fed_images_per_s").value_or(0), 0.0);
+  EXPECT_LT(*beside->value, kOverlapWaitPct)
+      << "nvJPEG's call " << beside->number_param("decode_host_ms_per_batch").value_or(0)
+      << " ms a batch beside a " << *beside->number_param("step_ms") << "-ms step, "
+      << beside->number_param("decode_host_ms_per_batch_alone").value_or(0) << " alone";
+  EXPECT_EQ(beside->text_param("decode").value_or(""), "overlaps the step");
 }
 
 }  // namespace
