@@ -156,9 +156,8 @@ BaselineOutcome run_baseline(std::span<const BaselineStage> stages, ResultSink& 
     sink.at_end([records, stages_end, setup_s](ResultSink& end_sink, bool) {
       std::vector<Result> rows;
       if (setup_s)
-        rows.push_back(outside_stages_result("setup", "before the stages: the training set made or "
-                                                      "checked",
-                                             *setup_s));
+        rows.push_back(outside_stages_result(
+            "setup", "before the stages: the training set made or checked", *setup_s));
       for (Result& r : stage_results(*records)) rows.push_back(std::move(r));
       if (setup_s)
         rows.push_back(outside_stages_result(
@@ -274,8 +273,11 @@ TrainFeedChoice choose_training_feed(const FeedInputs& in,
       knee_cpu_pct ? ", its workers would keep " + fixed(*knee_cpu_pct, 0) + " % of the " +
                          std::to_string(*in.usable_cores) + " cores busy at the model's rate"
                    : std::string();
-  if (knee_keeps_up && (!knee_cpu_pct || *knee_cpu_pct <= kKneeCpuBudgetPct))
+  auto knee_keeping_up = [&] {
     return knee(ratio(knee_rate) + ", it keeps up" + cpu_note + "; " + nvjpeg_note);
+  };
+  if (knee_keeps_up && (!knee_cpu_pct || *knee_cpu_pct <= kKneeCpuBudgetPct))
+    return knee_keeping_up();
   if (overlaps) {
     // The knee would drown the CPU (or does not keep up): an nvJPEG path that keeps up.
     const std::string why_not_knee =
@@ -289,7 +291,7 @@ TrainFeedChoice choose_training_feed(const FeedInputs& in,
       return gpu(expected("it", gpu_expected, in.gpu_host_us_per_image) +
                  ", it keeps up and leaves the CPU cores free; " + why_not_knee);
   }
-  if (knee_keeps_up) return knee(ratio(knee_rate) + ", it keeps up" + cpu_note + "; " + nvjpeg_note);
+  if (knee_keeps_up) return knee_keeping_up();
   if (knee_expected <= 0 && gpu_expected <= 0 && split_expected <= 0) {
     f.why = "the pipeline's default workers (the loader stage found no knee)";
     return f;

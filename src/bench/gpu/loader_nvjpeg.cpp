@@ -1,7 +1,7 @@
 // bench/gpu/loader_nvjpeg.cpp: the loader's GPU decode path (`gpubase loader --decode gpu`) and
 // the CPU/GPU split (`--decode both`), measured end to end: files on disk (or in the page
 // cache) to the normalized bf16 NCHW batch tensor in device memory. The path itself is the
-// input pipeline's (pipeline/gpu/nvjpeg_batch.hpp); this file measures it in five phases:
+// input pipeline's (pipeline/gpu/nvjpeg_batch.hpp); this file measures it in six phases:
 // check (options and whether it can run here), initialise (the pipeline and its facts), warm-up
 // (three batches, the first checked against the CPU path), trials (batches for
 // --seconds, per-batch rates, CPU use), summary (the pipeline's stage times per batch) and, for
