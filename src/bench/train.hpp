@@ -147,7 +147,7 @@ struct TrainMeasurement {
   std::optional<double> data_gpu_share;  // both: the share of samples sent to nvJPEG
   std::string data_gpu_share_source;     // "asked", or the two rates it was balanced from
   std::string data_nvjpeg_backend;       // gpu, both: "hardware", ...
-  std::string data_nvjpeg_memory;        // gpu, both: "driver", "pooled"
+  std::string data_nvjpeg_memory;        // gpu, both: "pooled (flags no_pipeline)", "driver ..."
   std::size_t data_decode_failures = 0;  // gpu, both: rejected by nvJPEG (left at the mean)
   // gpu, both, over the timed steps' batches: the pipeline's decode thread inside nvJPEG's
   // host stage and nvJPEG's GPU span (events on its stream), per batch: the loader stage

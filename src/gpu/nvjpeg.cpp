@@ -271,7 +271,7 @@ unsigned nvjpeg_flags_from_env() {
 std::string nvjpeg_flags_name(unsigned flags) {
   std::string s;
   if (flags & api::NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE) s = "no_pipeline";
-  if (flags & api::NVJPEG_FLAGS_ENABLE_MEMORY_POOLS) s += (s.empty() ? "" : ",") + std::string("memory_pools");
+  if (flags & api::NVJPEG_FLAGS_ENABLE_MEMORY_POOLS) s += s.empty() ? "memory_pools" : ",memory_pools";
   return s.empty() ? "none" : s;
 }
 

@@ -87,6 +87,7 @@ struct DecoderInfo {
   std::string backend_note;  // why not the hardware engines, when not
   std::string library;       // "libnvjpeg.so.13 (13.0.1)"
   std::string memory;        // nvJPEG's own buffers: "driver" or "pooled" (GPUBASE_NVJPEG_MEMORY)
+  std::string flags;         // nvjpegCreateEx's: "no_pipeline", "none", ... (GPUBASE_NVJPEG_FLAGS)
 };
 
 // The check of a GPU-decoded batch against the CPU path (check_last_batch).

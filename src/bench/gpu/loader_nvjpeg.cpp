@@ -78,15 +78,12 @@ pipeline::PipelineOptions checked_options(const LoaderBenchOptions& o,
   return po;
 }
 
-// The backend fact's words for DecoderInfo::memory ("pooled", "driver (flags memory_pools)").
-std::string memory_note(const std::string& memory) {
-  std::string note = memory.starts_with("pooled")
+// The backend fact's words for the decoder's memory and flags.
+std::string memory_note(const pipeline::DecoderInfo& d) {
+  std::string note = d.memory == "pooled"
                          ? ", its buffers pooled"
                          : ", its buffers freed to the driver (GPUBASE_NVJPEG_MEMORY)";
-  const std::string flags = " (flags ";
-  if (const std::size_t f = memory.find(flags); f != std::string::npos && memory.ends_with(")"))
-    note += ", nvJPEG flags " + memory.substr(f + flags.size(), memory.size() - f - flags.size() - 1) +
-            " (GPUBASE_NVJPEG_FLAGS)";
+  if (!d.flags.empty()) note += ", nvJPEG flags " + d.flags + " (GPUBASE_NVJPEG_FLAGS)";
   return note;
 }
 
@@ -107,7 +104,7 @@ std::unique_ptr<pipeline::InputPipeline> initialise(const data::Dataset& dataset
     sink.add_fact(
         {"loader.gpu_decode.backend", "nvJPEG backend",
          m.backend + (m.backend_note.empty() ? " (NVJPG engines)" : " (" + m.backend_note + ")") +
-             memory_note(d.memory)});
+             memory_note(d)});
     sink.add_fact({"loader.gpu_decode.output", "GPU path output",
                    std::to_string(po.image_size) + "x" + std::to_string(po.image_size) +
                        "x3 normalized, bf16 NCHW, in device memory"});

@@ -196,8 +196,10 @@ bool start_feed(LoaderFeed& feed, const TrainBenchOptions& o, const TrainConfig&
     return false;
   }
   m.data_source = feed.source();
-  m.data_nvjpeg_backend = feed.pipeline()->decoder().backend;
-  m.data_nvjpeg_memory = feed.pipeline()->decoder().memory;
+  const pipeline::DecoderInfo decoder = feed.pipeline()->decoder();
+  m.data_nvjpeg_backend = decoder.backend;
+  m.data_nvjpeg_memory =
+      decoder.memory + (decoder.flags.empty() ? "" : " (flags " + decoder.flags + ")");
   return true;
 }
 

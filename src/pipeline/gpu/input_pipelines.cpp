@@ -219,7 +219,7 @@ class NvjpegPipeline final : public PipelineBase {
     d.backend = std::string(gpu::to_string(decoder_.backend()));
     d.backend_note = decoder_.fallback_reason();
     d.memory = std::string(gpu::to_string(decoder_.memory()));
-    d.memory += " (flags " + gpu::nvjpeg_flags_name(decoder_.flags()) + ")";
+    d.flags = gpu::nvjpeg_flags_name(decoder_.flags());
     const std::string version = library_->version();
     d.library = library_->path() + (version.empty() ? "" : " (" + version + ")");
     return d;
